@@ -1,0 +1,84 @@
+# profshim: `make` builds build/libprofshim.so; `make test` runs every test;
+# `make demo` profiles the bundled demo. Each target installs what it needs.
+CXX      ?= g++
+CC       ?= gcc
+BUILD    := build
+LIB      := $(BUILD)/libprofshim.so
+MULTIARCH := $(shell gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+LIBDIR   := /usr/lib/$(MULTIARCH)
+
+CXXFLAGS ?= -O2 -g
+CXXFLAGS += -std=c++17 -fPIC -fvisibility=hidden -fvisibility-inlines-hidden \
+            -fno-exceptions -fno-rtti -ftls-model=initial-exec -pthread \
+            -Wall -Wextra -Wno-unused-parameter -fno-omit-frame-pointer
+CPPFLAGS += -Ishim -D_GNU_SOURCE
+
+SHIM_SRCS := $(wildcard shim/*.cc)
+SHIM_OBJS := $(patsubst shim/%.cc,$(BUILD)/shim/%.o,$(SHIM_SRCS))
+
+# The allocator lives inside the shim (a preloaded object's own dependencies
+# come after libc in lookup, so -ljemalloc would not serve malloc). libunwind
+# is static and hidden so its _Unwind_* never binds for anyone else; -lgcc_s
+# comes first so jemalloc's _Unwind_Backtrace binds to libgcc (docs/DESIGN.md).
+SHIM_LDFLAGS := -shared -Wl,--version-script=shim/exports.map \
+                -Wl,--exclude-libs,ALL -Wl,-z,nodelete -Wl,--no-undefined \
+                -static-libstdc++ -Wl,--as-needed
+SHIM_LDLIBS  := -Wl,--whole-archive $(LIBDIR)/libjemalloc_pic.a -Wl,--no-whole-archive \
+                -lgcc_s $(LIBDIR)/libunwind.a -llzma -lz -ldl -lpthread -lm
+
+.PHONY: all deps test unit integration demo bench bench-smoke clean install
+
+all: $(LIB)
+
+deps:
+	@scripts/install-deps
+
+$(BUILD)/.deps-ok: scripts/install-deps
+	@scripts/install-deps
+	@mkdir -p $(BUILD) && touch $@
+
+$(BUILD)/shim/%.o: shim/%.cc $(wildcard shim/*.h) | $(BUILD)/.deps-ok
+	@mkdir -p $(dir $@)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
+
+$(LIB): $(SHIM_OBJS) shim/exports.map
+	$(CXX) $(CXXFLAGS) $(SHIM_LDFLAGS) -o $@ $(SHIM_OBJS) $(SHIM_LDLIBS)
+	@scripts/check-exports $@
+
+# --- tests -----------------------------------------------------------------
+UNIT_SRCS := $(wildcard tests/unit/*_test.cc)
+UNIT_BINS := $(patsubst tests/unit/%.cc,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
+# Unit tests link the shim's objects directly (no preload), minus the
+# interposition layer and the allocator.
+CORE_OBJS := $(filter-out $(BUILD)/shim/hooks.o $(BUILD)/shim/allocator.o $(BUILD)/shim/lifecycle.o,$(SHIM_OBJS))
+
+$(BUILD)/tests/unit/%: tests/unit/%.cc $(CORE_OBJS) tests/unit/check.h | $(BUILD)/.deps-ok
+	@mkdir -p $(dir $@)
+	$(CXX) $(CPPFLAGS) -Itests/unit $(CXXFLAGS) -o $@ $< $(CORE_OBJS) -lz -ldl -lpthread $(LIBDIR)/libunwind.a -llzma
+
+WORKLOAD_SRCS := $(wildcard tests/workloads/*.c tests/workloads/*.cc)
+WORKLOAD_BINS := $(patsubst tests/workloads/%,$(BUILD)/workloads/%,$(basename $(WORKLOAD_SRCS)))
+
+$(BUILD)/workloads/%: tests/workloads/%.c | $(BUILD)/.deps-ok
+	@mkdir -p $(dir $@)
+	$(CC) -O1 -g -fno-omit-frame-pointer -fno-inline -pthread -o $@ $< -ldl
+
+$(BUILD)/workloads/%: tests/workloads/%.cc | $(BUILD)/.deps-ok
+	@mkdir -p $(dir $@)
+	$(CXX) -O1 -g -fno-omit-frame-pointer -fno-inline -pthread -o $@ $< -ldl
+
+test: $(LIB) $(UNIT_BINS) $(WORKLOAD_BINS)
+	@python3 tests/run.py --build $(BUILD)
+
+demo: $(LIB) $(BUILD)/workloads/demo
+	@scripts/demo $(BUILD)
+
+bench: $(LIB) $(WORKLOAD_BINS)
+	@python3 tests/bench/bench.py --build $(BUILD)
+
+clean:
+	rm -rf $(BUILD)
+
+install: $(LIB)
+	install -D -m 0755 $(LIB) $(DESTDIR)/usr/local/lib/libprofshim.so
+	install -D -m 0755 scripts/profshim $(DESTDIR)/usr/local/bin/profshim

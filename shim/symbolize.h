@@ -1,0 +1,43 @@
+// symbolize: turns the unique sampled addresses of this process into
+// function / file / line / inlined frames, and describes the executable
+// mappings (path, offset, build ID, has_* flags) for profile.proto.
+// Uses elfutils' libdw, loaded with dlopen(RTLD_LOCAL) only when profiling is
+// active, so an inert process never maps it and its symbols never bind for
+// the host. Not signal-safe: runs only at the stop, on the stop thread.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pprof.h"
+
+namespace symbolize {
+
+// dlopen()s libdw and resolves the functions used. Called at setup when
+// profiling is active; false with *err set if libdw is not usable.
+bool load_libdw(std::string* err);
+
+struct Result {
+  int mapping = -1;                  // index into Session::mappings(), -1 if none
+  std::vector<pprof::Frame> frames;  // innermost first; empty if unknown
+};
+
+class Session {
+ public:
+  // maps_text: /proc/self/maps as read at the stop (before anything unloads).
+  explicit Session(const std::string& maps_text);
+  ~Session();
+  // addrs are already adjusted to lie inside the instruction (return
+  // addresses minus one). out gets one Result per address, same order.
+  void lookup(const std::vector<uint64_t>& addrs, std::vector<Result>* out);
+  // Executable mappings, the main executable first, with has_* flags true
+  // only where lookups really found names / files / lines / inlines.
+  const std::vector<pprof::Mapping>& mappings() const;
+  struct Impl;
+ private:
+  Impl* impl_;
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+};
+
+}  // namespace symbolize
