@@ -18,13 +18,14 @@ SHIM_OBJS := $(patsubst shim/%.cc,$(BUILD)/shim/%.o,$(SHIM_SRCS))
 
 # The allocator lives inside the shim (a preloaded object's own dependencies
 # come after libc in lookup, so -ljemalloc would not serve malloc). libunwind
-# is static and hidden so its _Unwind_* never binds for anyone else; -lgcc_s
-# comes first so jemalloc's _Unwind_Backtrace binds to libgcc (docs/DESIGN.md).
+# and libdw are dlopen()ed RTLD_LOCAL only when profiling is active, so their
+# symbols never bind for the host; jemalloc's _Unwind_Backtrace binds to
+# libgcc_s (docs/DESIGN.md).
 SHIM_LDFLAGS := -shared -Wl,--version-script=shim/exports.map \
-                -Wl,--exclude-libs,ALL -Wl,-z,nodelete -Wl,--no-undefined \
+                -Wl,-z,nodelete -Wl,--no-undefined \
                 -static-libstdc++ -Wl,--as-needed
 SHIM_LDLIBS  := -Wl,--whole-archive $(LIBDIR)/libjemalloc_pic.a -Wl,--no-whole-archive \
-                -lgcc_s $(LIBDIR)/libunwind.a -llzma -lz -ldl -lpthread -lm
+                -lgcc_s -lz -ldl -lpthread -lm
 
 .PHONY: all deps test unit integration demo bench bench-smoke clean install
 
@@ -50,11 +51,11 @@ UNIT_SRCS := $(wildcard tests/unit/*_test.cc)
 UNIT_BINS := $(patsubst tests/unit/%.cc,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
 # Unit tests link the shim's objects directly (no preload), minus the
 # interposition layer and the allocator.
-CORE_OBJS := $(filter-out $(BUILD)/shim/hooks.o $(BUILD)/shim/allocator.o $(BUILD)/shim/lifecycle.o,$(SHIM_OBJS))
+CORE_OBJS := $(filter-out $(addprefix $(BUILD)/shim/,hooks.o allocator.o lifecycle.o heap.o finish.o),$(SHIM_OBJS))
 
 $(BUILD)/tests/unit/%: tests/unit/%.cc $(CORE_OBJS) tests/unit/check.h | $(BUILD)/.deps-ok
 	@mkdir -p $(dir $@)
-	$(CXX) $(CPPFLAGS) -Itests/unit $(CXXFLAGS) -o $@ $< $(CORE_OBJS) -lz -ldl -lpthread $(LIBDIR)/libunwind.a -llzma
+	$(CXX) $(CPPFLAGS) -Itests/unit $(CXXFLAGS) -o $@ $< $(CORE_OBJS) -lz -ldl -lpthread
 
 WORKLOAD_SRCS := $(wildcard tests/workloads/*.c tests/workloads/*.cc)
 WORKLOAD_BINS := $(patsubst tests/workloads/%,$(BUILD)/workloads/%,$(basename $(WORKLOAD_SRCS)))

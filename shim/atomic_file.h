@@ -1,0 +1,25 @@
+// atomic_file: the only code that creates directories and files for the
+// profiles. A profile is written to a hidden temporary beside its target
+// (O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC), synced, then renamed over the
+// target, so a reader never sees a partial file and a symlink planted at the
+// final name is replaced, never followed. The I/O calls go through mutable
+// pointers so unit tests can fail the Nth write.
+#pragma once
+#include <stddef.h>
+#include <sys/types.h>
+#include <string>
+
+namespace atomic_file {
+
+// mkdir -p, then proves the directory writable by creating and removing a
+// probe file. "" on success, else why not.
+std::string ensure_dir(const std::string& dir);
+
+// Writes data to dir/name atomically. "" on success, else why not; on
+// failure the target is untouched and no temporary is left behind.
+std::string write(const std::string& dir, const std::string& name, const std::string& data);
+
+extern ssize_t (*write_fn)(int fd, const void* buf, size_t n);
+extern int (*fsync_fn)(int fd);
+
+}  // namespace atomic_file

@@ -1,0 +1,252 @@
+// finish: the stop pipeline; see finish.h.
+#include "finish.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <unordered_map>
+#include <vector>
+
+#include "atomic_file.h"
+#include "gzip.h"
+#include "heap.h"
+#include "heap_dump.h"
+#include "pprof.h"
+#include "sampler.h"
+#include "summary.h"
+#include "symbolize.h"
+#include "sys.h"
+#include "wrappers.h"
+
+namespace finish {
+namespace {
+
+struct Range { uint64_t lo, hi; };
+
+// Where the shim's own code is: the allocator's frames at the top of heap
+// stacks and the wrapper frames around main and thread starts are ours and
+// must not show in the program's profiles.
+struct Self {
+  std::vector<Range> text;
+  Range wrap;
+  bool in_text(uint64_t pc) const {
+    for (const auto& r : text)
+      if (pc >= r.lo && pc < r.hi) return true;
+    return false;
+  }
+  bool in_wrap(uint64_t pc) const { return pc >= wrap.lo && pc < wrap.hi; }
+};
+
+struct RawSample {
+  std::vector<uint64_t> addrs;  // adjusted to lie inside the instruction; leaf first
+  std::vector<int64_t> values;
+  int32_t tid = 0;
+};
+
+std::string read_all(const char* path) {
+  std::string out;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  char buf[65536];
+  for (ssize_t r; (r = read(fd, buf, sizeof buf)) > 0;) out.append(buf, size_t(r));
+  close(fd);
+  return out;
+}
+
+Self self_ranges(const std::string& maps) {
+  Self s;
+  s.wrap = {wrappers::begin(), wrappers::end()};
+  Dl_info di;
+  if (!dladdr(reinterpret_cast<void*>(&run), &di) || !di.dli_fname) return s;
+  std::string me = di.dli_fname;
+  size_t pos = 0;
+  while (pos < maps.size()) {
+    size_t eol = maps.find('\n', pos);
+    if (eol == std::string::npos) eol = maps.size();
+    std::string line = maps.substr(pos, eol - pos);
+    pos = eol + 1;
+    unsigned long long lo, hi;
+    size_t slash = line.find('/');
+    if (slash == std::string::npos || line.compare(slash, std::string::npos, me) != 0) continue;
+    if (sscanf(line.c_str(), "%llx-%llx", &lo, &hi) == 2) s.text.push_back({lo, hi});
+  }
+  return s;
+}
+
+void add_cpu(const sampler::Stack& st, void* arg) {
+  auto* a = static_cast<std::pair<const Self*, std::vector<RawSample>*>*>(arg);
+  RawSample r;
+  for (uint32_t i = 0; i < st.depth; ++i) {
+    if (a->first->in_wrap(st.pcs[i])) continue;
+    r.addrs.push_back(i == 0 ? st.pcs[i] : st.pcs[i] - 1);
+  }
+  r.values = {int64_t(st.count), int64_t(st.nanos)};
+  r.tid = st.tid;
+  a->second->push_back(std::move(r));
+}
+
+void collect_heap(const heap_dump::Dump& d, const Self& self, std::vector<RawSample>* out) {
+  for (const auto& rec : d.records) {
+    RawSample r;
+    size_t i = 0;
+    while (i < rec.pcs.size() && self.in_text(rec.pcs[i] - 1)) ++i;  // the allocator
+    for (; i < rec.pcs.size(); ++i)
+      if (!self.in_wrap(rec.pcs[i] - 1)) r.addrs.push_back(rec.pcs[i] - 1);
+    r.values = {int64_t(rec.alloc_objects + 0.5), int64_t(rec.alloc_space + 0.5),
+                int64_t(rec.inuse_objects + 0.5), int64_t(rec.inuse_space + 0.5)};
+    out->push_back(std::move(r));
+  }
+}
+
+struct Symbols {
+  std::unordered_map<uint64_t, size_t> index;
+  std::vector<uint64_t> addrs;
+  std::vector<symbolize::Result> results;
+  std::vector<pprof::Mapping> mappings;
+};
+
+void gather(const std::vector<RawSample>& samples, Symbols* sym) {
+  for (const auto& s : samples)
+    for (uint64_t a : s.addrs)
+      if (sym->index.emplace(a, sym->addrs.size()).second) sym->addrs.push_back(a);
+}
+
+void fill(pprof::Builder& b, const std::vector<RawSample>& samples, const Symbols& sym, bool labels) {
+  for (const auto& m : sym.mappings) b.add_mapping(m);
+  std::unordered_map<uint64_t, uint64_t> loc;
+  std::unordered_map<int32_t, std::string> names;
+  for (const auto& s : samples) {
+    std::vector<uint64_t> ids;
+    for (uint64_t a : s.addrs) {
+      auto it = loc.find(a);
+      if (it == loc.end()) {
+        const auto& r = sym.results[sym.index.at(a)];
+        uint64_t id = b.add_location(a, uint64_t(r.mapping + 1), r.frames);
+        it = loc.emplace(a, id).first;
+      }
+      ids.push_back(it->second);
+    }
+    std::vector<pprof::Label> ls;
+    if (labels) {
+      auto n = names.find(s.tid);
+      if (n == names.end()) n = names.emplace(s.tid, sampler::thread_name(s.tid)).first;
+      pprof::Label id;
+      id.key = "thread_id", id.num = s.tid, id.is_num = true;
+      ls.push_back(id);
+      if (!n->second.empty()) {
+        pprof::Label nm;
+        nm.key = "thread_name", nm.str = n->second;
+        ls.push_back(nm);
+      }
+    }
+    b.add_sample(ids, s.values, ls);
+  }
+}
+
+bool emit(pprof::Builder& b, const Context& ctx, const char* kind, summary::Figures* f) {
+  std::string bad = b.check_valid();
+  std::string name = ctx.stem + "." + kind + ".pprof";
+  if (!bad.empty()) {
+    sys::linef("error: %s profile is invalid, not written: %s", kind, bad.c_str());
+    return false;
+  }
+  std::string gz, err;
+  if (!gzip::compress(b.encode(), &gz, &err)) {
+    sys::linef("error: compressing %s: %s", name.c_str(), err.c_str());
+    return false;
+  }
+  err = atomic_file::write(ctx.cfg->dir, name, gz);
+  if (!err.empty()) {
+    sys::linef("error: %s", err.c_str());
+    return false;
+  }
+  f->files.push_back(ctx.cfg->dir + "/" + name);
+  return true;
+}
+
+void cpu_profile(const Context& ctx, const std::vector<RawSample>& s, const Symbols& sym,
+                 summary::Figures* f) {
+  int64_t period = int64_t(1000000000ull / ctx.cfg->cpu_hz);
+  pprof::Builder b({{"samples", "count"}, {"cpu", "nanoseconds"}}, {"cpu", "nanoseconds"}, period);
+  b.set_default_sample_type("cpu");
+  b.set_time(int64_t(ctx.start_real_ns), int64_t(ctx.stop_mono_ns - ctx.start_mono_ns));
+  b.add_comment(std::string("profshim: stopped by ") + ctx.how);
+  fill(b, s, sym, true);
+  emit(b, ctx, "cpu", f);
+}
+
+void heap_profile(const Context& ctx, const std::vector<RawSample>& s, const Symbols& sym,
+                  uint64_t period, summary::Figures* f) {
+  pprof::Builder b({{"alloc_objects", "count"}, {"alloc_space", "bytes"}, {"inuse_objects", "count"},
+                    {"inuse_space", "bytes"}},
+                   {"space", "bytes"}, int64_t(period));
+  b.set_default_sample_type("inuse_space");
+  b.set_time(int64_t(ctx.start_real_ns), int64_t(ctx.stop_mono_ns - ctx.start_mono_ns));
+  b.add_comment(std::string("profshim: stopped by ") + ctx.how);
+  fill(b, s, sym, false);
+  emit(b, ctx, "heap", f);
+}
+
+}  // namespace
+
+void run(const Context& ctx) {
+  const config::Config& cfg = *ctx.cfg;
+  summary::Figures f;
+  f.hz = cfg.cpu_hz;
+  // The CPU profiler stops first so the stop's own work is not in it; heap
+  // sampling stops before the shim allocates anything for the stop.
+  if (cfg.cpu_hz) sampler::stop();
+  heap::set_active(false);
+  std::string heap_text, err;
+  bool have_heap = cfg.heap_sample && heap::dump(&heap_text, &err);
+  if (cfg.heap_sample && !have_heap) sys::linef("error: heap profile not taken: %s", err.c_str());
+  f.heap_inuse_bytes = heap::allocated();
+  f.heap_seen = heap::serves_malloc();
+  std::string maps = read_all("/proc/self/maps");
+  Self self = self_ranges(maps);
+
+  std::vector<RawSample> cpu, mem;
+  if (cfg.cpu_hz) {
+    std::pair<const Self*, std::vector<RawSample>*> arg(&self, &cpu);
+    sampler::for_each(add_cpu, &arg);
+  }
+  heap_dump::Dump dump;
+  if (have_heap && !heap_dump::parse(heap_text, &dump, &err)) {
+    sys::linef("error: heap profile unreadable: %s", err.c_str());
+    have_heap = false;
+  }
+  if (have_heap) collect_heap(dump, self, &mem);
+
+  Symbols sym;
+  gather(cpu, &sym);
+  gather(mem, &sym);
+  uint64_t t_sym = sys::now_ns(CLOCK_MONOTONIC);
+  {
+    symbolize::Session session(maps);
+    session.lookup(sym.addrs, &sym.results);
+    sym.mappings = session.mappings();
+  }
+  f.symbolize_ms = double(sys::now_ns(CLOCK_MONOTONIC) - t_sym) / 1e6;
+
+  if (cfg.cpu_hz) cpu_profile(ctx, cpu, sym, &f);
+  if (have_heap) heap_profile(ctx, mem, sym, dump.period, &f);
+
+  sampler::Stats st = sampler::stats();
+  f.samples = st.samples;
+  f.dropped = st.dropped;
+  for (const auto& s : cpu) f.profiled_cpu_s += double(s.values[1]) / 1e9;
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  f.cpu_s = double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+            double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+  f.peak_rss_bytes = uint64_t(ru.ru_maxrss) * 1024;
+  f.wall_s = double(ctx.stop_mono_ns - ctx.start_mono_ns) / 1e9;
+  f.stop_ms = double(sys::now_ns(CLOCK_MONOTONIC) - ctx.stop_mono_ns) / 1e6;
+  sys::line(summary::format(f).c_str());
+}
+
+}  // namespace finish

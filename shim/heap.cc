@@ -1,0 +1,90 @@
+// heap: mallctl control of the in-shim jemalloc profiler; see heap.h.
+#include "heap.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+extern "C" int mallctl(const char* name, void* oldp, size_t* oldlenp, void* newp, size_t newlen);
+
+namespace heap {
+
+bool available(std::string* err) {
+  bool prof = false;
+  size_t sz = sizeof prof;
+  if (mallctl("opt.prof", &prof, &sz, nullptr, 0) != 0 || !prof) {
+    *err = "jemalloc heap profiling is not available (opt.prof is false)";
+    return false;
+  }
+  return true;
+}
+
+bool start(unsigned lg_sample, std::string* err) {
+  size_t cur = 0, sz = sizeof cur;
+  mallctl("prof.lg_sample", &cur, &sz, nullptr, 0);
+  if (cur != lg_sample) {
+    size_t lg = lg_sample;
+    if (mallctl("prof.reset", nullptr, nullptr, &lg, sizeof lg) != 0) {
+      *err = "jemalloc refused the heap sample rate (prof.reset)";
+      return false;
+    }
+  }
+  set_active(true);
+  return true;
+}
+
+void set_active(bool on) { mallctl("prof.active", nullptr, nullptr, &on, sizeof on); }
+
+void set_thread_active(bool on) { mallctl("thread.prof.active", nullptr, nullptr, &on, sizeof on); }
+
+bool dump(std::string* text, std::string* err) {
+  // A memfd keeps the raw dump off the user's disk; jemalloc opens the path
+  // itself, and /proc/self/fd/N reopens the memfd.
+  int fd = memfd_create("profshim-heap", MFD_CLOEXEC);
+  if (fd < 0) {
+    *err = std::string("memfd_create: ") + strerror(errno);
+    return false;
+  }
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+  const char* p = path;
+  if (mallctl("prof.dump", nullptr, nullptr, &p, sizeof p) != 0) {
+    *err = "jemalloc could not dump the heap profile (prof.dump)";
+    close(fd);
+    return false;
+  }
+  text->clear();
+  char buf[65536];
+  off_t off = 0;
+  for (;;) {
+    ssize_t r = pread(fd, buf, sizeof buf, off);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    text->append(buf, size_t(r));
+    off += r;
+  }
+  close(fd);
+  return true;
+}
+
+uint64_t allocated() {
+  uint64_t epoch = 1;
+  size_t sz = sizeof epoch;
+  mallctl("epoch", &epoch, &sz, &epoch, sz);
+  size_t bytes = 0;
+  sz = sizeof bytes;
+  if (mallctl("stats.allocated", &bytes, &sz, nullptr, 0) != 0) return 0;
+  return bytes;
+}
+
+bool serves_malloc() {
+  void* seen = dlsym(RTLD_DEFAULT, "malloc");
+  return seen == reinterpret_cast<void*>(&malloc);
+}
+
+}  // namespace heap

@@ -1,0 +1,29 @@
+// heap: control of the jemalloc heap profiler that lives inside the shim,
+// through mallctl only: switching sampling on and off, the sample rate, the
+// dump, and the allocator's own figures. No parsing here (heap_dump.h).
+// Not signal-safe.
+#pragma once
+#include <stdint.h>
+#include <string>
+
+namespace heap {
+
+// True if jemalloc was built with profiling and it is enabled (opt.prof).
+bool available(std::string* err);
+// Starts sampling at a mean of 2^lg_sample bytes (prof.reset if it differs
+// from the rate jemalloc booted with). Allocations from before this call
+// stay in the profile when the rate is the default.
+bool start(unsigned lg_sample, std::string* err);
+// prof.active: whether new allocations are sampled at all (process-wide).
+void set_active(bool on);
+// thread.prof.active: whether the calling thread's allocations are sampled.
+void set_thread_active(bool on);
+// jemalloc's heap_v2 dump of the live and cumulative samples, as text.
+bool dump(std::string* text, std::string* err);
+// Bytes the program holds now (stats.allocated), exact.
+uint64_t allocated();
+// True if malloc as the program sees it is the shim's (not a static copy of
+// the program's own allocator or another preload).
+bool serves_malloc();
+
+}  // namespace heap

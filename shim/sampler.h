@@ -1,0 +1,55 @@
+// sampler: the CPU profiler. One POSIX timer per thread on that thread's own
+// CPU clock, delivered to that thread (SIGEV_THREAD_ID) as kSignal; the
+// handler unwinds with libunwind and adds the stack to a lock-free table in
+// mmap'd memory, weighted by the CPU time the thread really used since its
+// previous sample (so totals stay true when the kernel cannot deliver the
+// asked rate). docs/DESIGN.md says why this is ours and not gperftools'.
+//
+// Signal-handler contract (gperftools' profiledata.h style):
+//  - Only handler() runs in signal context. It touches the slot named by the
+//    signal's si_value, the stack table and atomics; it allocates nothing and
+//    takes no lock. When the table is full it drops the sample and counts it.
+//  - start() and thread_begin() may run concurrently with handlers.
+//  - stop() disables the handler, deletes every timer and then waits (bounded)
+//    for handlers in flight; only after stop() may for_each() read the table.
+#pragma once
+#include <signal.h>
+#include <stdint.h>
+#include <string>
+
+namespace sampler {
+
+// The shim's own real-time signal: programs and libraries rarely use the top
+// of the range, and SIGPROF stays the program's.
+int signal_number();
+
+// Installs the handler and creates timers for every thread that exists now
+// (found in /proc/self/task). False with *err if the kernel refuses.
+bool start(uint32_t hz, std::string* err);
+bool running();
+// In a thread that starts after start(): creates its timer; the timer is
+// deleted by a thread-exit destructor.
+void thread_begin();
+// Disable, delete all timers, wait for handlers in flight (<= 100 ms).
+void stop();
+// In a fork child: the parent's timers were not inherited; forget them
+// without deleting (their ids may be the child's own timers by now).
+void abandon_after_fork();
+
+struct Stack {
+  const uint64_t* pcs;  // leaf first: pcs[0] is the interrupted instruction,
+  uint32_t depth;       // the rest are return addresses
+  int32_t tid;
+  uint64_t count;
+  uint64_t nanos;       // CPU time these samples stand for
+};
+void for_each(void (*fn)(const Stack&, void*), void* arg);
+
+struct Stats {
+  uint64_t samples, dropped, dropped_nanos, threads, timer_failures;
+};
+Stats stats();
+// Thread name recorded for tid ("" if unknown).
+std::string thread_name(int32_t tid);
+
+}  // namespace sampler

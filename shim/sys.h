@@ -1,0 +1,34 @@
+// sys: async-signal-safe primitives (raw syscalls, clocks, futex waits) and
+// the shim's channel to the stderr the process started with. Every function
+// here may run in a signal handler unless its comment says otherwise.
+#pragma once
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+namespace sys {
+
+pid_t gettid();
+uint64_t now_ns(clockid_t clock);
+// Writes all of buf (retrying EINTR / short writes); false on error.
+bool write_all(int fd, const void* buf, size_t n);
+
+// Futex on a 32-bit word: wait while *word == expect, at most timeout_ns.
+void futex_wait(volatile uint32_t* word, uint32_t expect, uint64_t timeout_ns);
+void futex_wake(volatile uint32_t* word);
+
+// --- stderr channel (not signal-safe to init; line() is) -----------------
+// Remembers the stderr the process started with (a close-on-exec duplicate
+// placed high, and its device/inode), so the summary still reaches it after
+// the program closes fd 2. Not called when inert.
+void stderr_init();
+// Drops the duplicate once the program has given up its own stderr for good
+// (a daemon), so we never hold a pipe open that a parent reads to EOF.
+void stderr_poll();
+// Writes one line ("# profshim: " + text + "\n") with a single write to the
+// original stderr, or to fd 2 only if it is still that same file.
+void line(const char* text);
+// printf-style line(); not signal-safe (vsnprintf).
+void linef(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+}  // namespace sys
