@@ -1,0 +1,79 @@
+// gzip_test: gzip::compress output is one gzip member that zlib inflates back.
+#include "gzip.h"
+
+#include <zlib.h>
+
+#include <cstdint>
+#include <string>
+
+#include "check.h"
+
+namespace {
+
+// Inflates a gzip member (16 + MAX_WBITS: gzip framing only); false on error.
+bool gunzip(const std::string& in, std::string* out) {
+  z_stream zs{};
+  if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) return false;
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  zs.avail_in = static_cast<uInt>(in.size());
+  out->clear();
+  int rc = Z_OK;
+  char buf[65536];
+  while (rc == Z_OK) {
+    zs.next_out = reinterpret_cast<Bytef*>(buf);
+    zs.avail_out = sizeof buf;
+    rc = inflate(&zs, Z_NO_FLUSH);
+    out->append(buf, sizeof buf - zs.avail_out);
+  }
+  bool whole = rc == Z_STREAM_END && zs.avail_in == 0;
+  inflateEnd(&zs);
+  return whole;
+}
+
+bool is_gzip(const std::string& z) {
+  return z.size() >= 18 && static_cast<unsigned char>(z[0]) == 0x1f &&
+         static_cast<unsigned char>(z[1]) == 0x8b;
+}
+
+void round_trip(const std::string& in) {
+  std::string z, err, back;
+  CHECK(gzip::compress(in, &z, &err));
+  CHECK_EQ(err, std::string());
+  CHECK(is_gzip(z));
+  CHECK(gunzip(z, &back));
+  CHECK_EQ(back.size(), in.size());
+  CHECK(back == in);
+}
+
+}  // namespace
+
+TEST(empty) { round_trip(""); }
+
+TEST(small) { round_trip("hello, profile"); }
+
+// Several zlib steps in both directions, with incompressible and compressible
+// stretches, so that the chunked feeding and draining is exercised.
+TEST(five_megabytes) {
+  std::string in;
+  in.reserve(5 << 20);
+  uint64_t x = 0x243f6a8885a308d3ULL;
+  while (in.size() < (5u << 20)) {
+    for (int i = 0; i < 4096; ++i) {  // xorshift noise
+      x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+      in.push_back(static_cast<char>(x));
+    }
+    in.append(4096, static_cast<char>('a' + in.size() % 26));
+  }
+  round_trip(in);
+  std::string z, err;
+  CHECK(gzip::compress(in, &z, &err));
+  CHECK(z.size() < in.size() * 3 / 4);  // the repetitive half did compress
+}
+
+TEST(output_is_replaced_not_appended) {
+  std::string z = "stale", err, back;
+  CHECK(gzip::compress("abc", &z, &err));
+  CHECK(is_gzip(z));
+  CHECK(gunzip(z, &back));
+  CHECK_EQ(back, std::string("abc"));
+}
