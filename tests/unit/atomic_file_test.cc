@@ -1,0 +1,106 @@
+// atomic_file: tmp+rename, symlink safety, stale temporaries, failures.
+#include "atomic_file.h"
+#include "check.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace {
+std::string tmpdir() {
+  char t[] = "/tmp/profshim-af-XXXXXX";
+  return mkdtemp(t);
+}
+std::string slurp(const std::string& p) {
+  std::string out;
+  int fd = open(p.c_str(), O_RDONLY);
+  char b[4096];
+  for (ssize_t r; fd >= 0 && (r = read(fd, b, sizeof b)) > 0;) out.append(b, size_t(r));
+  if (fd >= 0) close(fd);
+  return out;
+}
+int entries(const std::string& dir) {
+  int n = 0;
+  DIR* d = opendir(dir.c_str());
+  while (struct dirent* e = readdir(d)) n += e->d_name[0] != '.' || (e->d_name[1] && e->d_name[1] != '.');
+  closedir(d);
+  return n;
+}
+int g_calls, g_fail_at;
+ssize_t failing_write(int fd, const void* b, size_t n) {
+  if (++g_calls == g_fail_at) {
+    errno = ENOSPC;
+    return -1;
+  }
+  return ::write(fd, b, n > 1000 ? 1000 : n);  // short writes too
+}
+}  // namespace
+
+TEST(ensure_dir_is_mkdir_p) {
+  std::string d = tmpdir() + "/a/b/c";
+  CHECK_EQ(atomic_file::ensure_dir(d), std::string());
+  struct stat st;
+  CHECK(stat(d.c_str(), &st) == 0 && S_ISDIR(st.st_mode));
+  CHECK_EQ(entries(d), 0);  // the probe is gone
+}
+
+TEST(ensure_dir_refuses_a_file_parent) {
+  std::string d = tmpdir();
+  std::string f = d + "/file";
+  close(open(f.c_str(), O_CREAT | O_WRONLY, 0644));
+  CHECK(!atomic_file::ensure_dir(f + "/sub").empty());
+  CHECK(!atomic_file::ensure_dir(f).empty());
+}
+
+TEST(write_replaces_and_leaves_no_temporary) {
+  std::string d = tmpdir();
+  CHECK_EQ(atomic_file::write(d, "x.pprof", "first"), std::string());
+  CHECK_EQ(atomic_file::write(d, "x.pprof", "second"), std::string());
+  CHECK_EQ(slurp(d + "/x.pprof"), std::string("second"));
+  CHECK_EQ(entries(d), 1);
+}
+
+TEST(symlink_at_target_is_replaced_not_followed) {
+  std::string d = tmpdir();
+  std::string victim = d + "/victim";
+  close(open(victim.c_str(), O_CREAT | O_WRONLY, 0644));
+  CHECK(symlink(victim.c_str(), (d + "/x.pprof").c_str()) == 0);
+  CHECK_EQ(atomic_file::write(d, "x.pprof", "data"), std::string());
+  CHECK_EQ(slurp(victim), std::string());
+  struct stat st;
+  CHECK(lstat((d + "/x.pprof").c_str(), &st) == 0 && S_ISREG(st.st_mode));
+}
+
+TEST(stale_temporary_does_not_block) {
+  std::string d = tmpdir();
+  // What a killed run with our pid would have left, and one planted as a link.
+  for (int i = 0; i < 3; ++i) {
+    std::string stale = d + "/.x.pprof.tmp." + std::to_string(getpid()) + "." + std::to_string(i);
+    CHECK(symlink("/nonexistent", stale.c_str()) == 0);
+  }
+  CHECK_EQ(atomic_file::write(d, "x.pprof", "data"), std::string());
+  CHECK_EQ(slurp(d + "/x.pprof"), std::string("data"));
+}
+
+TEST(failed_write_keeps_old_file_and_cleans_up) {
+  std::string d = tmpdir();
+  CHECK_EQ(atomic_file::write(d, "x.pprof", "old"), std::string());
+  std::string big(100000, 'z');
+  for (int n = 1; n <= 3; ++n) {
+    g_calls = 0, g_fail_at = n;
+    atomic_file::write_fn = failing_write;
+    std::string err = atomic_file::write(d, "x.pprof", big);
+    atomic_file::write_fn = ::write;
+    CHECK(err.find("No space left") != std::string::npos);
+    CHECK_EQ(slurp(d + "/x.pprof"), std::string("old"));
+    CHECK_EQ(entries(d), 1);
+  }
+  g_calls = 0, g_fail_at = -1;
+  atomic_file::write_fn = failing_write;
+  CHECK_EQ(atomic_file::write(d, "x.pprof", big), std::string());
+  atomic_file::write_fn = ::write;
+  CHECK_EQ(slurp(d + "/x.pprof"), big);
+}

@@ -1,0 +1,95 @@
+// config: SPEC's slug examples, strict parsing, and the heap rate rounding.
+#include "check.h"
+#include "config.h"
+
+#include <map>
+
+namespace {
+std::map<std::string, std::string> g_env;
+const char* get(const char* n) {
+  auto it = g_env.find(n);
+  return it == g_env.end() ? nullptr : it->second.c_str();
+}
+std::string parse_with(std::map<std::string, std::string> env, config::Config* c) {
+  g_env = std::move(env);
+  return config::parse(get, c);
+}
+}  // namespace
+
+TEST(slug_spec_examples) {
+  CHECK_EQ(config::slug("288w-6writers"), std::string("288w-6writers"));
+  CHECK_EQ(config::slug("../../etc"), std::string("etc"));
+  CHECK_EQ(config::slug("a b/c"), std::string("a-b-c"));
+  CHECK_EQ(config::slug(".."), std::string("run"));
+  CHECK_EQ(config::slug(""), std::string("run"));
+}
+
+TEST(slug_runs_and_leading_and_length) {
+  CHECK_EQ(config::slug("a  //  b"), std::string("a-b"));
+  CHECK_EQ(config::slug("_-.x"), std::string("x"));
+  CHECK_EQ(config::slug("x\xc3\xa9y"), std::string("x-y"));
+  CHECK_EQ(config::slug("/abs/path"), std::string("abs-path"));
+  CHECK_EQ(config::slug(std::string(300, 'a')).size(), size_t(128));
+  CHECK_EQ(config::slug("a.b_c-d"), std::string("a.b_c-d"));
+}
+
+TEST(inert_when_dir_unset_or_empty) {
+  config::Config c;
+  CHECK_EQ(parse_with({}, &c), std::string());
+  CHECK(!c.active);
+  CHECK_EQ(parse_with({{"PROFILE_DIR", ""}, {"PROFILE_CPU_HZ", "junk"}}, &c), std::string());
+  CHECK(!c.active);
+}
+
+TEST(defaults) {
+  config::Config c;
+  CHECK_EQ(parse_with({{"PROFILE_DIR", "/tmp/p"}}, &c), std::string());
+  CHECK(c.active);
+  CHECK_EQ(c.name, std::string("run"));
+  CHECK_EQ(c.cpu_hz, 100u);
+  CHECK_EQ(c.heap_sample, uint64_t(524288));
+  CHECK_EQ(c.heap_lg_sample, 19u);
+  CHECK_EQ(c.stop_timeout_ms, uint64_t(10000));
+}
+
+TEST(valid_values) {
+  config::Config c;
+  CHECK_EQ(parse_with({{"PROFILE_DIR", "d"}, {"PROFILE_NAME", "a b"}, {"PROFILE_CPU_HZ", "0"},
+                       {"PROFILE_HEAP_SAMPLE", "32768"}, {"PROFILE_STOP_TIMEOUT", "2.5"}},
+                      &c),
+           std::string());
+  CHECK_EQ(c.name, std::string("a-b"));
+  CHECK_EQ(c.cpu_hz, 0u);
+  CHECK_EQ(c.heap_lg_sample, 15u);
+  CHECK_EQ(c.stop_timeout_ms, uint64_t(2500));
+  CHECK_EQ(parse_with({{"PROFILE_DIR", "d"}, {"PROFILE_CPU_HZ", "10000"}, {"PROFILE_HEAP_SAMPLE", "0"}}, &c),
+           std::string());
+  CHECK_EQ(c.heap_sample, uint64_t(0));
+}
+
+TEST(malformed_values_are_errors) {
+  const char* bad_hz[] = {"", "abc", "-5", "+5", " 5", "5 ", "10x", "1e3", "10001", "99999999999999999999"};
+  for (const char* v : bad_hz) {
+    config::Config c;
+    std::string err = parse_with({{"PROFILE_DIR", "d"}, {"PROFILE_CPU_HZ", v}}, &c);
+    CHECK(err.find("PROFILE_CPU_HZ") != std::string::npos);
+  }
+  const char* bad_heap[] = {"", "1k", "-1", "0x100", "1099511627777"};
+  for (const char* v : bad_heap) {
+    config::Config c;
+    CHECK(!parse_with({{"PROFILE_DIR", "d"}, {"PROFILE_HEAP_SAMPLE", v}}, &c).empty());
+  }
+  const char* bad_timeout[] = {"", "0", "0.05", "1.2345", "-1", "3601", "1.", "abc"};
+  for (const char* v : bad_timeout) {
+    config::Config c;
+    CHECK(!parse_with({{"PROFILE_DIR", "d"}, {"PROFILE_STOP_TIMEOUT", v}}, &c).empty());
+  }
+}
+
+TEST(heap_rate_rounds_to_nearest_power_of_two) {
+  CHECK_EQ(config::lg_for_sample(524288), 19u);
+  CHECK_EQ(config::lg_for_sample(500000), 19u);
+  CHECK_EQ(config::lg_for_sample(1000000), 20u);  // log2 = 19.93
+  CHECK_EQ(config::lg_for_sample(370000), 18u);   // log2 = 18.50 - a hair
+  CHECK_EQ(config::lg_for_sample(1), 0u);
+}
