@@ -147,21 +147,24 @@ void fill(pprof::Builder& b, const std::vector<RawSample>& samples, const Symbol
   }
 }
 
-bool emit(pprof::Builder& b, const Context& ctx, const char* kind, summary::Figures* f) {
+// Teardown errors are collected and reported as one line at the end: the
+// stop says once what it could not do, whatever the number of files.
+bool emit(pprof::Builder& b, const Context& ctx, const char* kind, summary::Figures* f,
+          std::vector<std::string>* errors) {
   std::string bad = b.check_valid();
   std::string name = ctx.stem + "." + kind + ".pprof";
   if (!bad.empty()) {
-    sys::linef("error: %s profile is invalid, not written: %s", kind, bad.c_str());
+    errors->push_back(std::string(kind) + " profile is invalid, not written: " + bad);
     return false;
   }
   std::string gz, err;
   if (!gzip::compress(b.encode(), &gz, &err)) {
-    sys::linef("error: compressing %s: %s", name.c_str(), err.c_str());
+    errors->push_back("compressing " + name + ": " + err);
     return false;
   }
   err = atomic_file::write(ctx.cfg->dir, name, gz);
   if (!err.empty()) {
-    sys::linef("error: %s", err.c_str());
+    errors->push_back(err);
     return false;
   }
   f->files.push_back(ctx.cfg->dir + "/" + name);
@@ -169,18 +172,18 @@ bool emit(pprof::Builder& b, const Context& ctx, const char* kind, summary::Figu
 }
 
 void cpu_profile(const Context& ctx, const std::vector<RawSample>& s, const Symbols& sym,
-                 summary::Figures* f) {
+                 summary::Figures* f, std::vector<std::string>* errors) {
   int64_t period = int64_t(1000000000ull / ctx.cfg->cpu_hz);
   pprof::Builder b({{"samples", "count"}, {"cpu", "nanoseconds"}}, {"cpu", "nanoseconds"}, period);
   b.set_default_sample_type("cpu");
   b.set_time(int64_t(ctx.start_real_ns), int64_t(ctx.stop_mono_ns - ctx.start_mono_ns));
   b.add_comment(std::string("profshim: stopped by ") + ctx.how);
   fill(b, s, sym, true);
-  emit(b, ctx, "cpu", f);
+  emit(b, ctx, "cpu", f, errors);
 }
 
 void heap_profile(const Context& ctx, const std::vector<RawSample>& s, const Symbols& sym,
-                  uint64_t period, summary::Figures* f) {
+                  uint64_t period, summary::Figures* f, std::vector<std::string>* errors) {
   pprof::Builder b({{"alloc_objects", "count"}, {"alloc_space", "bytes"}, {"inuse_objects", "count"},
                     {"inuse_space", "bytes"}},
                    {"space", "bytes"}, int64_t(period));
@@ -188,7 +191,7 @@ void heap_profile(const Context& ctx, const std::vector<RawSample>& s, const Sym
   b.set_time(int64_t(ctx.start_real_ns), int64_t(ctx.stop_mono_ns - ctx.start_mono_ns));
   b.add_comment(std::string("profshim: stopped by ") + ctx.how);
   fill(b, s, sym, false);
-  emit(b, ctx, "heap", f);
+  emit(b, ctx, "heap", f, errors);
 }
 
 }  // namespace
@@ -201,9 +204,10 @@ void run(const Context& ctx) {
   // sampling stops before the shim allocates anything for the stop.
   if (cfg.cpu_hz) sampler::stop();
   heap::set_active(false);
+  std::vector<std::string> errors;
   std::string heap_text, err;
   bool have_heap = cfg.heap_sample && heap::dump(&heap_text, &err);
-  if (cfg.heap_sample && !have_heap) sys::linef("error: heap profile not taken: %s", err.c_str());
+  if (cfg.heap_sample && !have_heap) errors.push_back("heap profile not taken: " + err);
   f.heap_inuse_bytes = heap::allocated();
   f.heap_seen = heap::serves_malloc();
   std::string maps = read_all("/proc/self/maps");
@@ -216,7 +220,7 @@ void run(const Context& ctx) {
   }
   heap_dump::Dump dump;
   if (have_heap && !heap_dump::parse(heap_text, &dump, &err)) {
-    sys::linef("error: heap profile unreadable: %s", err.c_str());
+    errors.push_back("heap profile unreadable: " + err);
     have_heap = false;
   }
   if (have_heap) collect_heap(dump, self, &mem);
@@ -232,8 +236,8 @@ void run(const Context& ctx) {
   }
   f.symbolize_ms = double(sys::now_ns(CLOCK_MONOTONIC) - t_sym) / 1e6;
 
-  if (cfg.cpu_hz) cpu_profile(ctx, cpu, sym, &f);
-  if (have_heap) heap_profile(ctx, mem, sym, dump.period, &f);
+  if (cfg.cpu_hz) cpu_profile(ctx, cpu, sym, &f, &errors);
+  if (have_heap) heap_profile(ctx, mem, sym, dump.period, &f, &errors);
 
   sampler::Stats st = sampler::stats();
   f.samples = st.samples;
@@ -246,6 +250,11 @@ void run(const Context& ctx) {
   f.peak_rss_bytes = uint64_t(ru.ru_maxrss) * 1024;
   f.wall_s = double(ctx.stop_mono_ns - ctx.start_mono_ns) / 1e9;
   f.stop_ms = double(sys::now_ns(CLOCK_MONOTONIC) - ctx.stop_mono_ns) / 1e6;
+  if (!errors.empty()) {
+    std::string all = "error:";
+    for (size_t i = 0; i < errors.size(); ++i) all += (i ? "; " : " ") + errors[i];
+    sys::line(all.c_str());
+  }
   sys::line(summary::format(f).c_str());
 }
 

@@ -268,7 +268,9 @@ void record_name(int32_t tid, const char* name) {
   uint64_t i = g.names_used.fetch_add(1);
   if (i >= kMaxNames) return;
   g.names[i].tid = tid;
-  strncpy(g.names[i].name, name, sizeof g.names[i].name - 1);
+  size_t n = strnlen(name, sizeof g.names[i].name - 1);
+  memcpy(g.names[i].name, name, n);
+  g.names[i].name[n] = 0;
 }
 
 void on_thread_exit(void* p) {
