@@ -1,0 +1,414 @@
+// symbolize: the Session. Reports this process's modules to libdwfl from the
+// captured /proc/self/maps text, opens their ELF and debug files itself (never
+// over the network), describes the executable mappings, and caches each
+// address's frames, which symbolize_dwarf.cc finds inside one module.
+#include "symbolize.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "procmaps.h"
+#include "symbolize_internal.h"
+
+namespace symbolize {
+namespace internal {
+
+static Dw g_dw;
+static bool g_loaded = false;
+const Dw& dw() { return g_dw; }
+bool dw_loaded() { return g_loaded; }
+
+}  // namespace internal
+
+using internal::dw;
+using internal::ModInfo;
+
+bool load_libdw(std::string* err) {
+  if (internal::g_loaded) return true;
+  void* h = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    if (err) *err = std::string("cannot load libdw.so.1 (Debian package libdw1): ") + dlerror();
+    return false;
+  }
+  internal::Dw t;
+  const char* missing = nullptr;
+#define PROFSHIM_DW_LOAD(f)                                        \
+  t.f = reinterpret_cast<decltype(t.f)>(dlsym(h, #f));            \
+  if (!t.f && !missing) missing = #f;
+  PROFSHIM_DW_FUNCTIONS(PROFSHIM_DW_LOAD)
+#undef PROFSHIM_DW_LOAD
+  if (missing) {
+    if (err) *err = std::string("libdw.so.1 has no ") + missing + " (elfutils too old?)";
+    dlclose(h);
+    return false;
+  }
+  internal::g_dw = t;
+  internal::g_loaded = true;
+  return true;
+}
+
+namespace {
+
+// --- build IDs, read from this process's memory -----------------------------
+
+bool readable_range(const std::vector<procmaps::Line>& lines, uint64_t a, uint64_t n) {
+  for (const auto& l : lines)
+    if (l.readable() && a >= l.start && n <= l.end - a && a < l.end) return true;
+  return false;
+}
+
+std::string build_id_in_notes(const char* p, const char* end, uint64_t align) {
+  while (end - p >= static_cast<ptrdiff_t>(sizeof(Elf64_Nhdr))) {
+    Elf64_Nhdr nh;
+    std::memcpy(&nh, p, sizeof nh);
+    const char* name = p + sizeof nh;
+    const char* desc = name + ((nh.n_namesz + align - 1) & ~(align - 1));
+    p = desc + ((nh.n_descsz + align - 1) & ~(align - 1));
+    if (p > end || p < desc) break;
+    if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0)
+      return std::string(desc, nh.n_descsz);
+  }
+  return "";
+}
+
+// The NT_GNU_BUILD_ID of the ELF image whose file offset 0 is mapped at head.
+// Read from memory rather than from the file: what is mapped is what ran,
+// even when the file on disk has been replaced or deleted since.
+std::string build_id_from_memory(const std::vector<procmaps::Line>& lines,
+                                 const procmaps::Line& head) {
+  if (!head.readable() || head.offset != 0 || head.end - head.start < sizeof(Elf64_Ehdr)) return "";
+  const auto* eh = reinterpret_cast<const Elf64_Ehdr*>(head.start);
+  if (std::memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+      eh->e_phentsize != sizeof(Elf64_Phdr) ||
+      eh->e_phoff + uint64_t{eh->e_phnum} * sizeof(Elf64_Phdr) > head.end - head.start)
+    return "";
+  const auto* ph = reinterpret_cast<const Elf64_Phdr*>(head.start + eh->e_phoff);
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  uint64_t bias = 0;
+  bool have_load = false;
+  for (int i = 0; i < eh->e_phnum && !have_load; ++i)
+    if (ph[i].p_type == PT_LOAD) {  // the loader maps it at the page holding p_vaddr
+      bias = head.start - (ph[i].p_vaddr & ~(page - 1));
+      have_load = true;
+    }
+  for (int i = 0; i < eh->e_phnum && have_load; ++i) {
+    if (ph[i].p_type != PT_NOTE) continue;
+    uint64_t a = bias + ph[i].p_vaddr;
+    if (!readable_range(lines, a, ph[i].p_filesz)) continue;
+    const char* p = reinterpret_cast<const char*>(a);
+    std::string id = build_id_in_notes(p, p + ph[i].p_filesz, ph[i].p_align == 8 ? 8 : 4);
+    if (!id.empty()) return id;
+  }
+  return "";
+}
+
+std::string hex(const std::string& bytes) {
+  static const char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) {
+    out += kDigits[c >> 4];
+    out += kDigits[c & 15];
+  }
+  return out;
+}
+
+// --- finding files for libdwfl -------------------------------------------
+
+bool same_build_id(Elf* elf, const std::string& want) {
+  if (want.empty()) return true;  // nothing to check against
+  const void* p = nullptr;
+  ssize_t n = dw().dwelf_elf_gnu_build_id(elf, &p);
+  return n == static_cast<ssize_t>(want.size()) && std::memcmp(p, want.data(), n) == 0;
+}
+
+// The file behind a module: by its path; when maps says it was deleted (an
+// upgrade replaced it), through /proc/self/map_files, which still reaches the
+// mapped inode (some kernels allow that only with CAP_SYS_ADMIN; without it
+// the module just stays unnamed).
+int open_module_file(const ModInfo& mi, std::string* name) {
+  static const char kDeleted[] = " (deleted)";
+  const size_t n = sizeof kDeleted - 1;
+  const std::string& p = mi.path;
+  if (p.size() > n && p.compare(p.size() - n, n, kDeleted) == 0) {
+    char buf[80];
+    std::snprintf(buf, sizeof buf, "/proc/self/map_files/%llx-%llx",
+                  static_cast<unsigned long long>(mi.map_start),
+                  static_cast<unsigned long long>(mi.map_end));
+    *name = p.substr(0, p.size() - n);
+    return open(buf, O_RDONLY | O_CLOEXEC);
+  }
+  *name = p;
+  return open(p.c_str(), O_RDONLY | O_CLOEXEC);
+}
+
+// Dwfl_Callbacks.find_elf. A file is used only if its build ID is the one in
+// memory, so a binary rebuilt or replaced on disk never lends its names.
+int find_elf(Dwfl_Module*, void** userdata, const char*, Dwarf_Addr, char** file_name,
+             Elf** elfp) {
+  auto* mi = userdata ? static_cast<ModInfo*>(*userdata) : nullptr;
+  if (!mi) return -1;
+  if (mi->vdso) {  // the kernel's image: a copy, so libelf never sees it change
+    mi->image.assign(reinterpret_cast<const char*>(mi->low), reinterpret_cast<const char*>(mi->high));
+    *elfp = dw().elf_memory(mi->image.data(), mi->image.size());
+    return -1;
+  }
+  std::string name;
+  int fd = open_module_file(*mi, &name);
+  if (fd < 0) return -1;
+  struct stat st;
+  Elf* elf = nullptr;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) elf = dw().elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+  if (!elf || !same_build_id(elf, mi->build_id)) {
+    if (elf) dw().elf_end(elf);
+    close(fd);
+    return -1;
+  }
+  *elfp = elf;
+  *file_name = strdup(name.c_str());
+  return fd;
+}
+
+// Opens dir/link if it is a debug file for this module: not the module's own
+// file under another name, and carrying the module's build ID.
+int open_debug_candidate(const std::string& path, const struct stat* main_st, const std::string& want) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  struct stat st;
+  bool ok = fstat(fd, &st) == 0 && !(main_st && st.st_ino == main_st->st_ino && st.st_dev == main_st->st_dev);
+  Elf* e = ok ? dw().elf_begin(fd, ELF_C_READ_MMAP, nullptr) : nullptr;
+  ok = e && same_build_id(e, want);
+  if (e) dw().elf_end(e);
+  if (ok) return fd;
+  close(fd);
+  return -1;
+}
+
+// Dwfl_Callbacks.find_debuginfo. Search order for a module's separate debug
+// file (debug info inside the binary itself wins over all: libdwfl looks
+// there before calling this):
+//   1. /usr/lib/debug/.build-id/xx/yyyy.debug, xx/yyyy being the build ID in
+//      hex (dwfl_build_id_find_debuginfo; it finds a dwz alt file by its ID);
+//   2. DIR/LINK, 3. DIR/.debug/LINK, 4. /usr/lib/debug/DIR/LINK, where DIR is
+//      the binary's directory and LINK its .gnu_debuglink name; a file found
+//      by name is used only if its build ID is the module's.
+// Not dwfl_standard_find_debuginfo: when nothing is found locally it asks
+// debuginfod, which loads libcurl and, with DEBUGINFOD_URLS set (Debian sets
+// it for login shells), downloads while the profiled process is stopping.
+int find_debuginfo(Dwfl_Module* mod, void** userdata, const char* modname, Dwarf_Addr base,
+                   const char* file_name, const char* link, GElf_Word crc, char** debug_name) {
+  int fd = dw().dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name, link, crc,
+                                             debug_name);
+  // crc == 0 is libdwfl asking for a dwz alt file, which has no debuglink.
+  if (fd >= 0 || !link || crc == 0 || !file_name || file_name[0] != '/') return fd;
+  const unsigned char* bits = nullptr;
+  GElf_Addr vaddr;
+  int n = dw().dwfl_module_build_id(mod, &bits, &vaddr);
+  if (n <= 0) return -1;  // nothing to tell a stale debug file from the right one
+  const std::string want(reinterpret_cast<const char*>(bits), n);
+  const std::string dir(file_name, std::strrchr(file_name, '/') - file_name);
+  struct stat main_st;
+  const bool have_main = stat(file_name, &main_st) == 0;
+  const std::string candidates[] = {dir + "/" + link, dir + "/.debug/" + link,
+                                    "/usr/lib/debug" + dir + "/" + link};
+  for (const auto& c : candidates) {
+    fd = open_debug_candidate(c, have_main ? &main_st : nullptr, want);
+    if (fd >= 0) {
+      *debug_name = strdup(c.c_str());
+      return fd;
+    }
+  }
+  return -1;
+}
+
+// The default path of libdwfl, spelled out: "" the binary's own directory,
+// ".debug" below it, and /usr/lib/debug (whose .build-id/ step 1 searches).
+char g_debuginfo_path[] = ":.debug:/usr/lib/debug";
+char* g_debuginfo_path_ptr = g_debuginfo_path;
+
+struct ExecRange {
+  uint64_t start, end;
+  int mapping;
+};
+
+}  // namespace
+
+// --- the session ----------------------------------------------------------------
+
+struct Session::Impl {
+  std::vector<procmaps::Line> lines;
+  std::vector<int> module_of_line;  // index into mods, or -1
+  std::vector<std::unique_ptr<ModInfo>> mods;
+  std::vector<pprof::Mapping> mappings;
+  std::vector<ExecRange> exec;  // sorted by start
+  Dwfl_Callbacks callbacks{};
+  Dwfl* dwfl = nullptr;
+  internal::Names names;
+  std::unordered_map<uint64_t, Result> cache;
+
+  void find_modules();
+  void build_mappings();
+  void open_dwfl();
+  int mapping_of(uint64_t pc) const;
+  Result resolve(uint64_t pc);
+  void note_found(const Result& r);
+};
+
+static ModInfo* new_module(std::vector<std::unique_ptr<ModInfo>>* mods, const procmaps::Line& l) {
+  mods->emplace_back(new ModInfo);
+  ModInfo* m = mods->back().get();
+  m->path = l.path;
+  m->vdso = l.path == "[vdso]";
+  m->low = m->map_start = l.start;
+  m->high = m->map_end = l.end;
+  return m;
+}
+
+// Consecutive lines of one file (same device, inode and path) form one module,
+// as in elfutils' own maps reader; anonymous lines between them (a .bss) do
+// not split it. Only modules with executable code are kept.
+void Session::Impl::find_modules() {
+  module_of_line.assign(lines.size(), -1);
+  const procmaps::Line* prev = nullptr;
+  std::vector<bool> has_exec;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const procmaps::Line& l = lines[i];
+    if (!l.is_file() && l.path != "[vdso]") continue;
+    bool same = prev && l.is_file() && prev->is_file() && l.inode == prev->inode &&
+                l.dev_major == prev->dev_major && l.dev_minor == prev->dev_minor && l.path == prev->path;
+    if (same) {
+      mods.back()->high = l.end;
+    } else {
+      new_module(&mods, l);
+      has_exec.push_back(false);
+    }
+    module_of_line[i] = static_cast<int>(mods.size()) - 1;
+    if (l.executable()) has_exec.back() = true;
+    if (l.offset == 0 && mods.back()->build_id.empty()) mods.back()->build_id = build_id_from_memory(lines, l);
+    prev = &l;
+  }
+  // Drop modules without code; renumber module_of_line to match.
+  std::vector<int> renumber(mods.size(), -1);
+  size_t kept = 0;
+  for (size_t m = 0; m < mods.size(); ++m)
+    if (has_exec[m]) {
+      renumber[m] = static_cast<int>(kept);
+      mods[kept++] = std::move(mods[m]);
+    }
+  mods.resize(kept);
+  for (int& m : module_of_line)
+    if (m >= 0) m = renumber[m];
+}
+
+// One mapping per executable line, the main executable's first.
+void Session::Impl::build_mappings() {
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  const std::string exe_path = n > 0 ? std::string(exe, n) : std::string();
+  std::vector<size_t> order;
+  for (size_t i = 0; i < lines.size(); ++i)
+    if (lines[i].executable()) order.push_back(i);
+  std::stable_partition(order.begin(), order.end(),
+                        [&](size_t i) { return !exe_path.empty() && lines[i].path == exe_path; });
+  for (size_t i : order) {
+    const procmaps::Line& l = lines[i];
+    pprof::Mapping m;
+    m.start = l.start;
+    m.limit = l.end;
+    m.offset = l.offset;
+    m.file = l.path;
+    if (module_of_line[i] >= 0) m.build_id = hex(mods[module_of_line[i]]->build_id);
+    exec.push_back({l.start, l.end, static_cast<int>(mappings.size())});
+    mappings.push_back(std::move(m));
+  }
+  std::sort(exec.begin(), exec.end(), [](const ExecRange& a, const ExecRange& b) { return a.start < b.start; });
+}
+
+// Without libdw the session still describes mappings; lookups then give
+// each address its mapping and no frames.
+void Session::Impl::open_dwfl() {
+  std::string err;
+  if (!load_libdw(&err)) return;
+  callbacks.find_elf = find_elf;
+  callbacks.find_debuginfo = find_debuginfo;
+  callbacks.section_address = dw().dwfl_offline_section_address;
+  callbacks.debuginfo_path = &g_debuginfo_path_ptr;
+  dwfl = dw().dwfl_begin(&callbacks);
+  if (!dwfl) return;
+  dw().dwfl_report_begin(dwfl);
+  for (auto& m : mods) {
+    Dwfl_Module* mod = dw().dwfl_report_module(dwfl, m->path.c_str(), m->low, m->high);
+    void** userdata = nullptr;
+    if (mod) dw().dwfl_module_info(mod, &userdata, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
+    if (userdata) *userdata = m.get();
+  }
+  dw().dwfl_report_end(dwfl, nullptr, nullptr);
+}
+
+int Session::Impl::mapping_of(uint64_t pc) const {
+  auto it = std::upper_bound(exec.begin(), exec.end(), pc,
+                             [](uint64_t v, const ExecRange& r) { return v < r.start; });
+  if (it == exec.begin()) return -1;
+  --it;
+  return pc < it->end ? it->mapping : -1;
+}
+
+Result Session::Impl::resolve(uint64_t pc) {
+  Result r;
+  r.mapping = mapping_of(pc);
+  if (r.mapping < 0 || !dwfl) return r;
+  Dwfl_Module* mod = dw().dwfl_addrmodule(dwfl, pc);
+  void** userdata = nullptr;
+  if (mod) dw().dwfl_module_info(mod, &userdata, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
+  ModInfo* mi = userdata ? static_cast<ModInfo*>(*userdata) : nullptr;
+  if (!mi) return r;
+  internal::module_frames(mod, mi, pc, &names, &r.frames);
+  note_found(r);
+  return r;
+}
+
+// has_* stay false unless some lookup really found that kind of information.
+void Session::Impl::note_found(const Result& r) {
+  pprof::Mapping& m = mappings[r.mapping];
+  if (!r.frames.empty()) m.has_functions = true;
+  if (r.frames.size() > 1) m.has_inline_frames = true;
+  for (const auto& f : r.frames) {
+    if (!f.file.empty()) m.has_filenames = true;
+    if (f.line > 0) m.has_line_numbers = true;
+  }
+}
+
+Session::Session(const std::string& maps_text) : impl_(new Impl) {
+  impl_->lines = procmaps::parse(maps_text);
+  impl_->find_modules();
+  impl_->build_mappings();
+  impl_->open_dwfl();
+}
+
+Session::~Session() {
+  if (impl_->dwfl) dw().dwfl_end(impl_->dwfl);  // before the [vdso] copy it reads goes
+  delete impl_;
+}
+
+void Session::lookup(const std::vector<uint64_t>& addrs, std::vector<Result>* out) {
+  out->clear();
+  out->reserve(addrs.size());
+  for (uint64_t a : addrs) {
+    auto it = impl_->cache.find(a);
+    if (it == impl_->cache.end()) it = impl_->cache.emplace(a, impl_->resolve(a)).first;
+    out->push_back(it->second);
+  }
+}
+
+const std::vector<pprof::Mapping>& Session::mappings() const { return impl_->mappings; }
+
+}  // namespace symbolize

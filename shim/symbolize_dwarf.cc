@@ -1,0 +1,326 @@
+// symbolize_dwarf: the frames of one address inside one module — its function
+// from the ELF symbol table, then file, line and inlined calls from DWARF —
+// reading only the compile unit that holds the address and, within it, only
+// the function that holds it.
+#include <cxxabi.h>
+#include <gelf.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "symbolize_internal.h"
+
+namespace symbolize {
+namespace internal {
+
+const std::string& Names::demangle(const char* sys) {
+  auto it = cache_.find(sys);
+  if (it != cache_.end()) return it->second;
+  std::string out = sys;
+  if (sys[0] == '_' && sys[1] == 'Z') {
+    int status = 0;
+    char* d = abi::__cxa_demangle(sys, nullptr, nullptr, &status);
+    if (d && status == 0) out = d;
+    std::free(d);
+  }
+  return cache_.emplace(sys, std::move(out)).first->second;
+}
+
+namespace {
+
+// --- ELF function symbols -------------------------------------------------------
+
+// Lower is the better of several names for one address: "malloc" before
+// "__libc_malloc", then global before weak before local, then shorter.
+int symbol_rank(const char* name, unsigned binding) {
+  int underscores = 0;
+  while (name[underscores] == '_' && underscores < 7) ++underscores;
+  int b = binding == STB_GLOBAL ? 0 : binding == STB_WEAK ? 1 : 2;
+  size_t len = std::strcspn(name, "@");
+  return underscores << 24 | b << 20 | static_cast<int>(std::min<size_t>(len, 0xfffff));
+}
+
+// Every sized function symbol, sorted, built once for each module that holds
+// a sampled address; lookups are then binary searches (libdwfl's own
+// dwfl_module_addrinfo scans the whole table on every call). Symbols without
+// a size are left out: on a stripped binary they would name the code of
+// unexported functions after whichever exported one precedes them.
+void load_symbols(Dwfl_Module* mod, ModInfo* mi) {
+  mi->syms_loaded = true;
+  int n = dw().dwfl_module_getsymtab(mod);
+  for (int i = 1; i < n; ++i) {
+    GElf_Sym sym;
+    GElf_Addr addr;
+    GElf_Word shndx;
+    Elf* elf;
+    Dwarf_Addr bias;
+    const char* name = dw().dwfl_module_getsym_info(mod, i, &sym, &addr, &shndx, &elf, &bias);
+    if (!name || !*name || GELF_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_size == 0 ||
+        shndx == SHN_UNDEF)
+      continue;
+    mi->syms.push_back({addr, addr + sym.st_size, name, symbol_rank(name, GELF_ST_BIND(sym.st_info))});
+  }
+  std::sort(mi->syms.begin(), mi->syms.end(), [](const FuncSym& a, const FuncSym& b) {
+    if (a.start != b.start) return a.start < b.start;
+    if (a.rank != b.rank) return a.rank < b.rank;
+    return std::strcmp(a.name, b.name) < 0;
+  });
+  mi->syms.erase(std::unique(mi->syms.begin(), mi->syms.end(),
+                             [](const FuncSym& a, const FuncSym& b) { return a.start == b.start; }),
+                 mi->syms.end());
+}
+
+// The symbol whose [start, end) holds pc. Symbols can nest (assembly), so a
+// few earlier starts are tried too; only a symbol that covers pc is returned.
+const FuncSym* find_symbol(const std::vector<FuncSym>& syms, uint64_t pc) {
+  auto it = std::upper_bound(syms.begin(), syms.end(), pc,
+                             [](uint64_t v, const FuncSym& s) { return v < s.start; });
+  for (int k = 0; k < 8 && it != syms.begin(); ++k) {
+    --it;
+    if (pc < it->end) return &*it;
+  }
+  return nullptr;
+}
+
+// A .symtab name may carry its symbol version ("realpath@@GLIBC_2.3"); that
+// is not part of the function's name, and it would defeat demangling.
+void name_from_symbol(const FuncSym& s, Names* names, pprof::Frame* f) {
+  f->system_name.assign(s.name, std::strcspn(s.name, "@"));
+  f->name = names->demangle(f->system_name.c_str());
+}
+
+// --- DWARF ranges -----------------------------------------------------------------
+
+void add_ranges(Dwarf_Die* die, std::vector<PcRange>* out) {
+  Dwarf_Addr base, lo, hi;
+  ptrdiff_t off = 0;
+  while ((off = dw().dwarf_ranges(die, off, &base, &lo, &hi)) > 0)
+    if (hi > lo) out->push_back({lo, hi, *die});
+}
+
+void sort_ranges(std::vector<PcRange>* v) {
+  std::sort(v->begin(), v->end(), [](const PcRange& a, const PcRange& b) { return a.lo < b.lo; });
+}
+
+// The range holding pc; like symbols, ranges can nest, so look a little
+// further back than the nearest start.
+const PcRange* find_range(const std::vector<PcRange>& v, uint64_t pc) {
+  auto it = std::upper_bound(v.begin(), v.end(), pc, [](uint64_t x, const PcRange& r) { return x < r.lo; });
+  for (int k = 0; k < 8 && it != v.begin(); ++k) {
+    --it;
+    if (pc < it->hi) return &*it;
+  }
+  return nullptr;
+}
+
+bool load_dwarf(Dwfl_Module* mod, DwarfState* st) {
+  if (!st->tried) {
+    st->tried = true;
+    st->dw = dw().dwfl_module_getdwarf(mod, &st->bias);
+  }
+  return st->dw != nullptr;
+}
+
+// The CUs' own ranges, read once per module: one DIE per CU, not their contents.
+void index_cus(DwarfState* st) {
+  st->cus_indexed = true;
+  Dwarf_Off off = 0, next;
+  size_t header;
+  while (dw().dwarf_nextcu(st->dw, off, &next, &header, nullptr, nullptr, nullptr) == 0) {
+    Dwarf_Die cu;
+    if (dw().dwarf_offdie(st->dw, off + header, &cu)) add_ranges(&cu, &st->cus);
+    off = next;
+  }
+  sort_ranges(&st->cus);
+}
+
+// The CU holding pc: from .debug_aranges through libdwfl when that answers,
+// else from the CUs' ranges (clang emits no .debug_aranges by default, and
+// libdw 0.188 does not make them up; assembly CUs often lack them too).
+bool find_cu(Dwfl_Module* mod, DwarfState* st, uint64_t pc, Dwarf_Die* cu) {
+  if (!load_dwarf(mod, st)) return false;
+  Dwarf_Addr bias = 0;
+  if (Dwarf_Die* d = dw().dwfl_module_addrdie(mod, pc, &bias)) {
+    *cu = *d;
+    return true;
+  }
+  if (!st->cus_indexed) index_cus(st);
+  const PcRange* r = find_range(st->cus, pc - st->bias);
+  if (r) *cu = r->die;
+  return r != nullptr;
+}
+
+// Out-of-line function bodies: subprograms at CU level and those C++ nests in
+// namespaces and classes (inlined calls are found below them, per address).
+// On the way it notes each subprogram's enclosing scopes, to qualify names
+// that have no linkage name to demangle.
+void collect_functions(Dwarf_Die* parent, const std::string& scope, DwarfState* st,
+                       std::vector<PcRange>* out, int depth) {
+  Dwarf_Die c;
+  if (depth > 32 || dw().dwarf_child(parent, &c) != 0) return;
+  do {
+    int tag = dw().dwarf_tag(&c);
+    if (tag == DW_TAG_subprogram) {
+      add_ranges(&c, out);
+      if (!scope.empty()) st->scope_of.emplace(c.addr, scope);
+    } else if (tag == DW_TAG_namespace || tag == DW_TAG_class_type || tag == DW_TAG_structure_type ||
+               tag == DW_TAG_union_type || tag == DW_TAG_module) {
+      const char* name = dw().dwarf_diename(&c);
+      if (!name) name = tag == DW_TAG_namespace ? "(anonymous namespace)" : "{unnamed}";
+      collect_functions(&c, scope + name + "::", st, out, depth + 1);
+    }
+  } while (dw().dwarf_siblingof(&c, &c) == 0);
+}
+
+const std::vector<PcRange>& cu_functions(DwarfState* st, Dwarf_Die* cu) {
+  Dwarf_Off key = dw().dwarf_dieoffset(cu);
+  auto it = st->funcs.find(key);
+  if (it != st->funcs.end()) return it->second;
+  std::vector<PcRange> v;
+  collect_functions(cu, std::string(), st, &v, 0);
+  sort_ranges(&v);
+  return st->funcs.emplace(key, std::move(v)).first->second;
+}
+
+// --- the inline chain -------------------------------------------------------------
+
+bool may_hold_code(int tag) {
+  return tag == DW_TAG_inlined_subroutine || tag == DW_TAG_lexical_block ||
+         tag == DW_TAG_try_block || tag == DW_TAG_catch_block || tag == DW_TAG_with_stmt ||
+         tag == DW_TAG_subprogram;
+}
+
+// [function, inlined call, inlined call, ...]: the DIEs holding pc from the
+// out-of-line function down to the innermost inlined call. (dwarf_getscopes
+// does not give this: past the innermost inlined call it returns the scopes
+// of the inlined function's definition, not of its callers.) Lexical blocks
+// are walked through, not kept; they are not frames.
+void inline_chain(const Dwarf_Die& fn, Dwarf_Addr pc, std::vector<Dwarf_Die>* chain) {
+  chain->assign(1, fn);
+  Dwarf_Die cur = fn;
+  for (int depth = 0; depth < 64; ++depth) {
+    Dwarf_Die c;
+    bool found = false;
+    if (dw().dwarf_child(&cur, &c) != 0) return;
+    do {
+      int tag = dw().dwarf_tag(&c);
+      if (!may_hold_code(tag) || dw().dwarf_haspc(&c, pc) != 1) continue;
+      if (tag == DW_TAG_inlined_subroutine) chain->push_back(c);
+      if (tag == DW_TAG_subprogram) chain->assign(1, c);  // a nested function
+      cur = c;
+      found = true;
+    } while (!found && dw().dwarf_siblingof(&c, &c) == 0);
+    if (!found) return;
+  }
+}
+
+// --- frames -----------------------------------------------------------------------
+
+// The DIE that carries die's DW_AT_name, following DW_AT_abstract_origin and
+// DW_AT_specification as dwarf_attr_integrate does, but keeping the DIE, not
+// just the attribute: its scope is what qualifies the name.
+bool named_die(Dwarf_Die* die, Dwarf_Die* out) {
+  *out = *die;
+  for (int hops = 0; hops < 8; ++hops) {
+    Dwarf_Attribute a;
+    if (dw().dwarf_attr(out, DW_AT_name, &a)) return true;
+    if (!dw().dwarf_attr(out, DW_AT_abstract_origin, &a) && !dw().dwarf_attr(out, DW_AT_specification, &a))
+      return false;
+    if (!dw().dwarf_formref_die(&a, out)) return false;
+  }
+  return false;
+}
+
+// A subprogram's or inlined call's name: the linkage (mangled) name, reached
+// through DW_AT_abstract_origin / DW_AT_specification, demangled; else
+// (C, extern "C", and C++ functions only ever inlined, for which GCC emits no
+// linkage name) DW_AT_name, qualified by its namespaces and classes when the
+// walk of its CU has seen them.
+void name_from_die(Dwarf_Die* die, DwarfState* st, Names* names, pprof::Frame* f) {
+  Dwarf_Attribute a;
+  const char* s = nullptr;
+  if (dw().dwarf_attr_integrate(die, DW_AT_linkage_name, &a) ||
+      dw().dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a))
+    s = dw().dwarf_formstring(&a);
+  if (s) {
+    f->system_name = s;
+    f->name = names->demangle(s);
+    return;
+  }
+  Dwarf_Die named;
+  s = named_die(die, &named) ? dw().dwarf_diename(&named) : nullptr;
+  if (!s) {
+    f->name = f->system_name = "??";
+    return;
+  }
+  auto it = st->scope_of.find(named.addr);
+  f->system_name = s;
+  f->name = it == st->scope_of.end() ? s : it->second + s;
+}
+
+void line_from_table(Dwarf_Die* cu, Dwarf_Addr pc, pprof::Frame* f) {
+  Dwarf_Line* l = dw().dwarf_getsrc_die(cu, pc);
+  if (!l) return;
+  int line = 0;
+  if (dw().dwarf_lineno(l, &line) == 0 && line > 0) f->line = line;
+  if (const char* s = dw().dwarf_linesrc(l, nullptr, nullptr)) f->file = s;
+}
+
+// Where the inlined call `inlined` was made, in the function that holds it.
+void line_from_call_site(Dwarf_Die* inlined, Dwarf_Files* files, size_t nfiles, pprof::Frame* f) {
+  Dwarf_Attribute a;
+  Dwarf_Word v;
+  if (dw().dwarf_formudata(dw().dwarf_attr(inlined, DW_AT_call_line, &a), &v) == 0) f->line = v;
+  if (files && dw().dwarf_formudata(dw().dwarf_attr(inlined, DW_AT_call_file, &a), &v) == 0 &&
+      v < nfiles)
+    if (const char* s = dw().dwarf_filesrc(files, v, nullptr, nullptr)) f->file = s;
+}
+
+// Frames innermost first: the innermost gets the line table's line, each
+// outer one the call site of the inlined call inside it. The outermost is
+// named by its ELF symbol when there is one, as a profile of a binary
+// without DWARF would name it.
+void frames_from_chain(std::vector<Dwarf_Die>* chain, Dwarf_Die* cu, Dwarf_Addr pc, const FuncSym* sym,
+                       DwarfState* st, Names* names, std::vector<pprof::Frame>* out) {
+  Dwarf_Files* files = nullptr;
+  size_t nfiles = 0;
+  if (chain->size() > 1 && dw().dwarf_getsrcfiles(cu, &files, &nfiles) != 0) files = nullptr;
+  for (size_t i = chain->size(); i-- > 0;) {
+    pprof::Frame f;
+    Dwarf_Die* die = &(*chain)[i];
+    if (i == 0 && sym)
+      name_from_symbol(*sym, names, &f);
+    else
+      name_from_die(die, st, names, &f);
+    int decl = 0;
+    if (dw().dwarf_decl_line(die, &decl) == 0 && decl > 0) f.start_line = decl;
+    if (i + 1 == chain->size())
+      line_from_table(cu, pc, &f);
+    else
+      line_from_call_site(&(*chain)[i + 1], files, nfiles, &f);
+    out->push_back(std::move(f));
+  }
+}
+
+}  // namespace
+
+void module_frames(Dwfl_Module* mod, ModInfo* mi, uint64_t pc, Names* names,
+                   std::vector<pprof::Frame>* out) {
+  if (!mi->syms_loaded) load_symbols(mod, mi);
+  const FuncSym* sym = find_symbol(mi->syms, pc);
+  Dwarf_Die cu;
+  std::vector<Dwarf_Die> chain;
+  const bool have_cu = find_cu(mod, &mi->dwarf, pc, &cu);
+  const Dwarf_Addr dpc = pc - mi->dwarf.bias;
+  if (have_cu)
+    if (const PcRange* fn = find_range(cu_functions(&mi->dwarf, &cu), dpc)) inline_chain(fn->die, dpc, &chain);
+  if (!chain.empty()) return frames_from_chain(&chain, &cu, dpc, sym, &mi->dwarf, names, out);
+  if (!sym) return;  // a line without a function name is not worth a frame
+  out->emplace_back();
+  name_from_symbol(*sym, names, &out->back());
+  if (have_cu) line_from_table(&cu, dpc, &out->back());  // e.g. assembly: lines, no DIEs
+}
+
+}  // namespace internal
+}  // namespace symbolize

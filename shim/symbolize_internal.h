@@ -1,0 +1,99 @@
+// symbolize_internal: what symbolize.cc and symbolize_dwarf.cc share — the
+// table of libdw functions resolved with dlsym (the shim never links -ldw),
+// and the per-module state a Session builds lazily.
+#pragma once
+#include <dwarf.h>
+#include <elfutils/libdwelf.h>
+#include <elfutils/libdwfl.h>
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "pprof.h"
+
+namespace symbolize {
+namespace internal {
+
+// Every libdw / libdwfl / libelf function the symbolizer calls. libelf's come
+// through libdw's handle: dlsym searches a handle's dependencies too.
+#define PROFSHIM_DW_FUNCTIONS(X)                                                   \
+  X(dwfl_begin) X(dwfl_end) X(dwfl_errmsg) X(dwfl_report_begin)                    \
+  X(dwfl_report_module) X(dwfl_report_end) X(dwfl_module_info) X(dwfl_addrmodule) \
+  X(dwfl_module_build_id) X(dwfl_module_getdwarf) X(dwfl_module_addrdie)           \
+  X(dwfl_module_getsymtab) X(dwfl_module_getsym_info)                              \
+  X(dwfl_build_id_find_debuginfo) X(dwfl_offline_section_address)                  \
+  X(dwarf_tag) X(dwarf_child) X(dwarf_siblingof) X(dwarf_haspc) X(dwarf_ranges)    \
+  X(dwarf_attr) X(dwarf_attr_integrate) X(dwarf_formref_die) X(dwarf_diename) X(dwarf_formstring) X(dwarf_formudata)     \
+  X(dwarf_decl_line) X(dwarf_dieoffset) X(dwarf_offdie) X(dwarf_nextcu)            \
+  X(dwarf_getsrc_die) X(dwarf_lineno) X(dwarf_linesrc) X(dwarf_getsrcfiles)        \
+  X(dwarf_filesrc) X(dwelf_elf_gnu_build_id) X(elf_begin) X(elf_memory) X(elf_end)
+
+struct Dw {
+#define PROFSHIM_DW_FIELD(f) decltype(&::f) f = nullptr;
+  PROFSHIM_DW_FUNCTIONS(PROFSHIM_DW_FIELD)
+#undef PROFSHIM_DW_FIELD
+};
+
+// The table; every pointer is set once load_libdw() has returned true.
+const Dw& dw();
+bool dw_loaded();
+
+// A [lo, hi) code range (DWARF addresses) and the DIE that owns it.
+struct PcRange {
+  uint64_t lo, hi;
+  Dwarf_Die die;
+};
+
+// DWARF state of one module, filled on first use.
+struct DwarfState {
+  bool tried = false;
+  Dwarf* dw = nullptr;
+  Dwarf_Addr bias = 0;
+  bool cus_indexed = false;
+  std::vector<PcRange> cus;  // only when .debug_aranges did not answer
+  std::unordered_map<Dwarf_Off, std::vector<PcRange>> funcs;  // per CU offset
+  // "ns::Class::" for subprogram DIEs inside namespaces / classes of the CUs
+  // walked so far, keyed by the DIE's address in the section data.
+  std::unordered_map<const void*, std::string> scope_of;
+};
+
+// A sized function symbol [start, end) in run-time addresses.
+struct FuncSym {
+  uint64_t start, end;
+  const char* name;  // points into the module's string table
+  int rank;          // lower is the better name among aliases
+};
+
+// One reported module: a file's mappings, or the [vdso].
+struct ModInfo {
+  std::string path;       // as in maps (may end in " (deleted)")
+  bool vdso = false;
+  uint64_t low = 0, high = 0;
+  uint64_t map_start = 0, map_end = 0;  // its first mapping, for /proc/self/map_files
+  std::string build_id;   // raw bytes read from memory; empty if unknown
+  std::vector<char> image;  // the [vdso]'s bytes, for elf_memory
+  bool syms_loaded = false;
+  std::vector<FuncSym> syms;  // sorted by start, one per start
+  DwarfState dwarf;
+};
+
+// Demangles once per distinct symbol.
+class Names {
+ public:
+  // Demangled C++ name, or the input itself when it is not a mangled name.
+  const std::string& demangle(const char* system_name);
+ private:
+  std::unordered_map<std::string, std::string> cache_;
+};
+
+// Appends pc's frames, innermost first: the function from the ELF symbol
+// covering pc, file / line / inlined calls from DWARF where the module has
+// them. Appends nothing when no name for pc's function is known: a frame
+// with a wrong name is worse than none.
+void module_frames(Dwfl_Module* mod, ModInfo* mi, uint64_t pc, Names* names,
+                   std::vector<pprof::Frame>* out);
+
+}  // namespace internal
+}  // namespace symbolize

@@ -1,0 +1,402 @@
+// symbolize_test: checks symbolize::Session on this test binary (built with
+// -g), on libc (whose file:line needs libc6-dbg's separate debug file), on a
+// stripped shared object built at run time, and on addresses that have no
+// function: unmapped memory, the [vdso] header, anonymous code.
+#include "symbolize.h"
+
+#include <dlfcn.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "check.h"
+#include "procmaps.h"
+
+// --- code with known names, lines and inlining ---------------------------------
+
+struct Probe {
+  uint64_t pc = 0;
+  int line = 0;       // the line of the probed call
+  int call_line = 0;  // where the inlined function was called
+};
+
+// An address inside its caller's call instruction (return address minus one).
+// The empty asm keeps the compiler from treating the call as pure.
+extern "C" __attribute__((noinline)) uint64_t symtest_here() {
+  asm volatile("" ::: "memory");
+  return reinterpret_cast<uint64_t>(__builtin_return_address(0)) - 1;
+}
+
+extern "C" __attribute__((noinline)) void symtest_c_function(Probe* p) {
+  p->pc = symtest_here(); p->line = __LINE__;
+  asm volatile("" ::: "memory");
+}
+
+namespace symtest {
+template <typename T>
+__attribute__((noinline)) T twice(T x, Probe* p) {
+  p->pc = symtest_here(); p->line = __LINE__;
+  asm volatile("" ::: "memory");
+  return x + x;
+}
+template int twice<int>(int, Probe*);
+}  // namespace symtest
+
+static inline __attribute__((always_inline)) void symtest_inlined_leaf(Probe* p) {
+  p->pc = symtest_here(); p->line = __LINE__;
+}
+
+__attribute__((noinline)) void symtest_inline_caller(Probe* p) {
+  p->call_line = __LINE__; symtest_inlined_leaf(p);
+  asm volatile("" ::: "memory");  // keeps the inlined call from being a tail call
+}
+
+// --- helpers ----------------------------------------------------------------------
+
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string read_maps() { return read_file("/proc/self/maps"); }
+
+symbolize::Result lookup_one(symbolize::Session* s, uint64_t addr) {
+  std::vector<symbolize::Result> out;
+  s->lookup({addr}, &out);
+  return out.size() == 1 ? out[0] : symbolize::Result();
+}
+
+std::string basename_of(const std::string& p) {
+  size_t k = p.rfind('/');
+  return k == std::string::npos ? p : p.substr(k + 1);
+}
+
+bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
+
+bool is_hex40(const std::string& s) {
+  if (s.size() != 40) return false;
+  for (char c : s)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  return true;
+}
+
+void print(const char* what, const symbolize::Result& r) {
+  std::fprintf(stderr, "  %s: mapping %d, %zu frames\n", what, r.mapping, r.frames.size());
+  for (const auto& f : r.frames)
+    std::fprintf(stderr, "    %s [%s] %s:%lld (starts %lld)\n", f.name.c_str(), f.system_name.c_str(),
+                 f.file.c_str(), static_cast<long long>(f.line), static_cast<long long>(f.start_line));
+}
+
+// One frame named like name_part, in this file, at line.
+void expect_frame(const pprof::Frame& f, const char* name_part, int line) {
+  CHECK(contains(f.name, name_part));
+  CHECK_EQ(basename_of(f.file), std::string("symbolize_test.cc"));
+  CHECK_EQ(f.line, static_cast<int64_t>(line));
+}
+
+std::string exe_path() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, n) : std::string();
+}
+
+// The address of a libc function, checked to really be libc's (not a PLT
+// entry of this binary).
+uint64_t libc_function(const char* name) {
+  void* p = dlsym(RTLD_DEFAULT, name);
+  Dl_info info;
+  if (!p || !dladdr(p, &info) || !info.dli_fname || !contains(info.dli_fname, "libc.so")) return 0;
+  return reinterpret_cast<uint64_t>(p);
+}
+
+}  // namespace
+
+// --- tests --------------------------------------------------------------------------
+
+TEST(loads_libdw_twice) {
+  std::string err;
+  CHECK(symbolize::load_libdw(&err));
+  CHECK(symbolize::load_libdw(&err));
+  if (!err.empty()) std::fprintf(stderr, "  %s\n", err.c_str());
+}
+
+TEST(parses_maps_text) {
+  auto lines = procmaps::parse(
+      "55d0c0a00000-55d0c0a21000 r-xp 00001000 fe:01 1234 /opt/my app (deleted)\n"
+      "7ffc1b3f0000-7ffc1b3f2000 r-xp 00000000 00:00 0                          [vdso]\n"
+      "7f0000000000-7f0000001000 rwxp 00000000 00:00 0 \n"
+      "garbage\n");
+  CHECK_EQ(lines.size(), static_cast<size_t>(3));
+  if (lines.size() != 3) return;
+  CHECK_EQ(lines[0].start, 0x55d0c0a00000ull);
+  CHECK_EQ(lines[0].offset, 0x1000ull);
+  CHECK_EQ(lines[0].dev_major, 0xfeu);
+  CHECK_EQ(lines[0].inode, 1234ull);
+  CHECK_EQ(lines[0].path, std::string("/opt/my app (deleted)"));
+  CHECK(lines[0].executable() && lines[0].is_file());
+  CHECK_EQ(lines[1].path, std::string("[vdso]"));
+  CHECK(!lines[1].is_file());
+  CHECK(lines[2].path.empty() && lines[2].executable());
+}
+
+TEST(names_extern_c_function_with_file_and_line) {
+  const int before = check::failures();
+  Probe p;
+  symtest_c_function(&p);
+  symbolize::Session s(read_maps());
+  auto r = lookup_one(&s, p.pc);
+  CHECK(r.mapping >= 0);
+  CHECK_EQ(r.frames.size(), static_cast<size_t>(1));
+  if (!r.frames.empty()) {
+    expect_frame(r.frames[0], "symtest_c_function", p.line);
+    CHECK_EQ(r.frames[0].name, std::string("symtest_c_function"));
+  }
+  if (check::failures() > before) print("extern C", r);
+}
+
+TEST(demangles_template_in_namespace) {
+  const int before = check::failures();
+  Probe p;
+  CHECK_EQ(symtest::twice<int>(21, &p), 42);
+  symbolize::Session s(read_maps());
+  auto r = lookup_one(&s, p.pc);
+  CHECK_EQ(r.frames.size(), static_cast<size_t>(1));
+  if (!r.frames.empty()) {
+    expect_frame(r.frames[0], "symtest::twice<int>(int, Probe*)", p.line);
+    CHECK_EQ(r.frames[0].system_name.rfind("_ZN7symtest5twiceIiEE", 0), static_cast<size_t>(0));
+  }
+  if (check::failures() > before) print("template", r);
+}
+
+TEST(inlined_call_gives_two_frames_innermost_first) {
+  const int before = check::failures();
+  Probe p;
+  symtest_inline_caller(&p);
+  symbolize::Session s(read_maps());
+  auto r = lookup_one(&s, p.pc);
+  CHECK_EQ(r.frames.size(), static_cast<size_t>(2));
+  if (r.frames.size() == 2) {
+    expect_frame(r.frames[0], "symtest_inlined_leaf", p.line);
+    expect_frame(r.frames[1], "symtest_inline_caller", p.call_line);
+  }
+  CHECK(r.mapping >= 0 && s.mappings()[r.mapping].has_inline_frames);
+  if (check::failures() > before) print("inline", r);
+}
+
+TEST(main_executable_mapping_comes_first_with_build_id) {
+  const int before = check::failures();
+  Probe p;
+  symtest_c_function(&p);
+  symbolize::Session s(read_maps());
+  auto r = lookup_one(&s, p.pc);
+  const auto& maps = s.mappings();
+  CHECK(!maps.empty());
+  if (maps.empty()) return;
+  CHECK_EQ(maps[0].file, exe_path());
+  CHECK(is_hex40(maps[0].build_id));
+  CHECK(r.mapping >= 0 && maps[r.mapping].file == exe_path());
+  CHECK(maps[0].has_functions && maps[0].has_filenames && maps[0].has_line_numbers);
+  for (size_t i = 0; i < maps.size(); ++i) {
+    CHECK(maps[i].limit > maps[i].start);
+    for (size_t j = i + 1; j < maps.size(); ++j)
+      CHECK(maps[i].limit <= maps[j].start || maps[j].limit <= maps[i].start);
+  }
+  if (check::failures() > before) std::fprintf(stderr, "  mapping 0: %s id '%s'\n", maps[0].file.c_str(), maps[0].build_id.c_str());
+}
+
+// The kernel lists the executable first anyway; with its lines moved last the
+// session must still put it first.
+TEST(main_executable_first_even_when_listed_last) {
+  std::stringstream in(read_maps());
+  std::string line, others, exe_lines;
+  const std::string exe = exe_path();
+  while (std::getline(in, line)) {
+    bool is_exe = line.size() > exe.size() && line.compare(line.size() - exe.size(), exe.size(), exe) == 0;
+    (is_exe ? exe_lines : others) += line + "\n";
+  }
+  CHECK(!exe_lines.empty());
+  symbolize::Session s(others + exe_lines);
+  CHECK(!s.mappings().empty() && s.mappings()[0].file == exe);
+  CHECK(s.mappings().size() > 1 && s.mappings()[1].file != exe);
+}
+
+TEST(libc_function_named_with_build_id) {
+  const int before = check::failures();
+  uint64_t getpid_addr = libc_function("getpid");
+  CHECK(getpid_addr != 0);
+  symbolize::Session s(read_maps());
+  auto r = lookup_one(&s, getpid_addr + 1);
+  CHECK(r.mapping >= 0);
+  CHECK(!r.frames.empty());
+  if (!r.frames.empty()) CHECK_EQ(r.frames.back().name, std::string("getpid"));
+  if (r.mapping >= 0) {
+    const auto& m = s.mappings()[r.mapping];
+    CHECK(contains(m.file, "libc.so"));
+    CHECK(is_hex40(m.build_id));
+    CHECK(m.has_functions);
+  }
+  if (check::failures() > before) print("getpid", r);
+}
+
+// File and line in libc come only from its separate debug file, found by
+// build ID under /usr/lib/debug/.build-id/: the package libc6-dbg.
+TEST(libc_file_and_line_from_build_id_debug_file) {
+  const int before = check::failures();
+  uint64_t qsort_addr = libc_function("qsort");
+  CHECK(qsort_addr != 0);
+  symbolize::Session s(read_maps());
+  auto r = lookup_one(&s, qsort_addr + 1);
+  CHECK(r.mapping >= 0);
+  if (r.mapping < 0) return;
+  const std::string id = s.mappings()[r.mapping].build_id;
+  CHECK(is_hex40(id));
+  if (id.size() < 3) return;
+  const std::string debug = "/usr/lib/debug/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
+  struct stat st;
+  if (stat(debug.c_str(), &st) != 0) {
+    std::fprintf(stderr, "  no %s: install libc6-dbg (scripts/install-deps should)\n", debug.c_str());
+    CHECK(!"libc6-dbg is installed");
+    return;
+  }
+  CHECK(!r.frames.empty());
+  if (!r.frames.empty()) {
+    CHECK_EQ(r.frames.back().name, std::string("qsort"));
+    CHECK(!r.frames[0].file.empty());
+    CHECK(r.frames[0].line > 0);
+  }
+  CHECK(s.mappings()[r.mapping].has_line_numbers);
+  if (check::failures() > before) print("qsort", r);
+}
+
+TEST(unmapped_and_data_addresses_have_no_mapping) {
+  static int data_word = 1;
+  std::vector<char> heap(64);
+  symbolize::Session s(read_maps());
+  for (uint64_t a : {uint64_t{0x10}, reinterpret_cast<uint64_t>(&data_word),
+                     reinterpret_cast<uint64_t>(heap.data()), ~uint64_t{0} - 0x100}) {
+    auto r = lookup_one(&s, a);
+    CHECK_EQ(r.mapping, -1);
+    CHECK(r.frames.empty());
+  }
+}
+
+// Only .dynsym survives strip --strip-all. The unexported function sits right
+// after the exported one: a symbolizer that takes the nearest symbol below an
+// address would call it by the exported name.
+static const char kStrippedSource[] =
+    "static int __attribute__((noinline)) symtest_exported_body(int x) { return x * 3 + 1; }\n"
+    "int symtest_exported(int x) { return symtest_exported_body(x) + 1; }\n"
+    "static int __attribute__((noinline)) symtest_hidden(int x) { return x * 7 + 2; }\n"
+    "typedef int (*fn)(int);\n"
+    "fn symtest_get_hidden(void) { return symtest_hidden; }\n";
+
+TEST(stripped_shared_object_names_only_exported_functions) {
+  const int before = check::failures();
+  char dir[] = "/tmp/symtest.XXXXXX";
+  CHECK(mkdtemp(dir) != nullptr);
+  const std::string src = std::string(dir) + "/stripped.c", so = std::string(dir) + "/libstripped.so";
+  std::FILE* f = std::fopen(src.c_str(), "w");
+  CHECK(f != nullptr);
+  if (!f) return;
+  std::fputs(kStrippedSource, f);
+  std::fclose(f);
+  const std::string cmd = "cc -shared -fPIC -g -O1 -fno-toplevel-reorder -o " + so + " " + src +
+                          " && strip --strip-all " + so;
+  int rc = std::system(cmd.c_str());
+  CHECK_EQ(rc, 0);
+  void* h = rc == 0 ? dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL) : nullptr;
+  CHECK(h != nullptr);
+  std::system(("rm -rf " + std::string(dir)).c_str());
+  if (!h) return;
+  auto exported = reinterpret_cast<uint64_t>(dlsym(h, "symtest_exported"));
+  auto get_hidden = reinterpret_cast<int (*(*)())(int)>(dlsym(h, "symtest_get_hidden"));
+  CHECK(exported != 0 && get_hidden != nullptr);
+  if (!exported || !get_hidden) return;
+  auto hidden = reinterpret_cast<uint64_t>(get_hidden());
+  CHECK(hidden > exported);  // else the trap is not set
+  symbolize::Session s(read_maps());
+  auto e = lookup_one(&s, exported + 1);
+  CHECK_EQ(e.frames.size(), static_cast<size_t>(1));
+  if (!e.frames.empty()) CHECK_EQ(e.frames[0].name, std::string("symtest_exported"));
+  CHECK(e.mapping >= 0 && contains(s.mappings()[e.mapping].file, "libstripped.so"));
+  auto hd = lookup_one(&s, hidden + 1);
+  CHECK(hd.mapping >= 0 && hd.mapping == e.mapping);
+  CHECK(hd.frames.empty());
+  if (check::failures() > before) { print("exported", e); print("hidden", hd); }
+}
+
+TEST(vdso_has_a_mapping_and_no_wrong_names) {
+  uint64_t vdso = getauxval(AT_SYSINFO_EHDR);
+  if (!vdso) return;  // no vdso on this system: nothing to check
+  symbolize::Session s(read_maps());
+  auto header = lookup_one(&s, vdso + 0x10);  // inside the ELF header: no function
+  CHECK(header.mapping >= 0 && s.mappings()[header.mapping].file == "[vdso]");
+  CHECK(header.frames.empty());
+  // Its exported functions do get names, all of them vdso functions.
+  int named = 0;
+  for (uint64_t a = vdso; a < vdso + 0x2000; a += 4) {
+    auto r = lookup_one(&s, a);
+    if (r.mapping < 0 || r.frames.empty()) continue;
+    ++named;
+    const std::string& n = r.frames.back().name;
+    if (!(contains(n, "time") || contains(n, "getcpu") || contains(n, "clock") ||
+          contains(n, "sgx") || contains(n, "getrandom"))) {
+      std::fprintf(stderr, "  unexpected vdso name %s\n", n.c_str());
+      CHECK(!"vdso names are vdso functions");
+    }
+  }
+  CHECK(named > 0);
+}
+
+TEST(anonymous_code_has_a_mapping_and_no_frames) {
+  void* p = mmap(nullptr, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  CHECK(p != MAP_FAILED);
+  if (p == MAP_FAILED) return;
+  symbolize::Session s(read_maps());
+  auto r = lookup_one(&s, reinterpret_cast<uint64_t>(p) + 100);
+  CHECK(r.mapping >= 0 && s.mappings()[r.mapping].file.empty());
+  CHECK(r.frames.empty());
+  munmap(p, 4096);
+}
+
+// 50k distinct addresses spread over this binary's and libc's code: the
+// symbolizer must only look at what it is asked about, and fast.
+TEST(fifty_thousand_addresses_in_well_under_a_second) {
+  symbolize::Session s(read_maps());
+  std::vector<uint64_t> addrs;
+  const size_t want = 50000;
+  uint64_t total = 0;
+  for (const auto& m : s.mappings())
+    if (m.file == exe_path() || contains(m.file, "libc.so")) total += m.limit - m.start;
+  CHECK(total > 0);
+  if (!total) return;
+  const uint64_t step = std::max<uint64_t>(1, total / want);
+  for (const auto& m : s.mappings())
+    if (m.file == exe_path() || contains(m.file, "libc.so"))
+      for (uint64_t a = m.start + step / 2; a < m.limit && addrs.size() < want; a += step) addrs.push_back(a);
+  std::vector<symbolize::Result> out;
+  auto t0 = std::chrono::steady_clock::now();
+  s.lookup(addrs, &out);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  size_t named = 0;
+  for (const auto& r : out) named += !r.frames.empty();
+  std::fprintf(stderr, "  %zu addresses, %zu named, %.3f s\n", addrs.size(), named, secs);
+  CHECK_EQ(out.size(), addrs.size());
+  CHECK(addrs.size() > want * 9 / 10);
+  CHECK(named > addrs.size() / 2);
+  CHECK(secs < 1.0);
+}
