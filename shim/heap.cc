@@ -42,6 +42,13 @@ void set_active(bool on) { mallctl("prof.active", nullptr, nullptr, &on, sizeof 
 
 void set_thread_active(bool on) { mallctl("thread.prof.active", nullptr, nullptr, &on, sizeof on); }
 
+void use_private_arena() {
+  unsigned idx = 0;
+  size_t sz = sizeof idx;
+  if (mallctl("arenas.create", &idx, &sz, nullptr, 0) == 0)
+    mallctl("thread.arena", nullptr, nullptr, &idx, sizeof idx);
+}
+
 bool dump(std::string* text, std::string* err) {
   // A memfd keeps the raw dump off the user's disk; jemalloc opens the path
   // itself, and /proc/self/fd/N reopens the memfd.

@@ -18,6 +18,8 @@ bool start(unsigned lg_sample, std::string* err);
 void set_active(bool on);
 // thread.prof.active: whether the calling thread's allocations are sampled.
 void set_thread_active(bool on);
+// Moves the calling thread's allocations to an arena of its own.
+void use_private_arena();
 // jemalloc's heap_v2 dump of the live and cumulative samples, as text.
 bool dump(std::string* text, std::string* err);
 // Bytes the program holds now (stats.allocated), exact.

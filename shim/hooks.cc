@@ -1,13 +1,17 @@
-// hooks: every libc symbol the shim interposes for the stop paths and for
-// thread starts, each a thin wrapper: pass straight through when inert,
-// otherwise call into lifecycle / sampler and then the original (real.h).
-// The allocator's symbols are in allocator.cc.
+// hooks: every libc symbol the shim interposes for the stop paths, signal
+// dispositions and thread starts, each a thin wrapper: pass straight
+// through when inert, otherwise call into lifecycle / signals / sampler and
+// then the original (real.h). The allocator's symbols are in allocator.cc.
+#include <errno.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "lifecycle.h"
 #include "real.h"
 #include "sampler.h"
+#include "signals.h"
 #include "wrappers.h"
 
 #define EXPORT extern "C" __attribute__((visibility("default")))
@@ -34,9 +38,40 @@ struct Start {
 PROFSHIM_WRAPPER void* thread_start(void* p) {
   Start s = *static_cast<Start*>(p);
   free(p);
+  lifecycle::thread_started();
   sampler::thread_begin();
   return s.fn(s.arg);
 }
+
+// The old image's profiles before the exec; profiling resumes if it fails.
+template <typename Call>
+int around_exec(char* const envp[], Call call) {
+  char* const* env = lifecycle::before_exec(envp);
+  int rc = call(env);
+  int saved = errno;
+  lifecycle::exec_failed();
+  errno = saved;
+  return rc;
+}
+
+// execl's variadic arguments as an argv (the list ends with a null).
+#define COLLECT_ARGV(first, argv, after)                          \
+  size_t argc_ = 1;                                               \
+  {                                                               \
+    va_list ap;                                                   \
+    va_start(ap, first);                                          \
+    while (va_arg(ap, char*)) ++argc_;                            \
+    va_end(ap);                                                   \
+  }                                                               \
+  char* argv[argc_ + 1];                                          \
+  {                                                               \
+    va_list ap;                                                   \
+    va_start(ap, first);                                          \
+    argv[0] = const_cast<char*>(first);                           \
+    for (size_t i = 1; i <= argc_; ++i) argv[i] = va_arg(ap, char*); \
+    after;                                                        \
+    va_end(ap);                                                   \
+  }
 
 }  // namespace
 
@@ -47,6 +82,8 @@ namespace wrappers {
 uint64_t begin() { return uint64_t(__start_profshim_wrap); }
 uint64_t end() { return uint64_t(__stop_profshim_wrap); }
 }  // namespace wrappers
+
+// --- process start and stop -------------------------------------------------
 
 EXPORT int __libc_start_main(Main main, int argc, char** argv, void (*init)(), void (*fini)(),
                              void (*rtld_fini)(), void* stack_end) {
@@ -67,12 +104,88 @@ EXPORT void quick_exit(int status) noexcept {
   __builtin_unreachable();
 }
 
+EXPORT void _exit(int status) {
+  lifecycle::stop("_exit");
+  real::_exit()(status);
+  __builtin_unreachable();
+}
+
+EXPORT void _Exit(int status) noexcept {
+  lifecycle::stop("_Exit");
+  real::_Exit()(status);
+  __builtin_unreachable();
+}
+
+// --- signals ---------------------------------------------------------------
+
+EXPORT int sigaction(int sig, const struct sigaction* act, struct sigaction* old) noexcept {
+  return signals::on_sigaction(sig, act, old);
+}
+
+EXPORT sighandler_t signal(int sig, sighandler_t handler) noexcept {
+  return signals::on_signal(sig, handler);
+}
+
+// --- exec ------------------------------------------------------------------
+
+EXPORT int execve(const char* path, char* const argv[], char* const envp[]) noexcept {
+  return around_exec(envp, [&](char* const* env) { return real::execve()(path, argv, env); });
+}
+
+EXPORT int execv(const char* path, char* const argv[]) noexcept {
+  return around_exec(environ, [&](char* const* env) { return real::execve()(path, argv, env); });
+}
+
+EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) noexcept {
+  return around_exec(envp, [&](char* const* env) { return real::execvpe()(file, argv, env); });
+}
+
+EXPORT int execvp(const char* file, char* const argv[]) noexcept {
+  return around_exec(environ, [&](char* const* env) { return real::execvpe()(file, argv, env); });
+}
+
+EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) noexcept {
+  return around_exec(envp, [&](char* const* env) { return real::fexecve()(fd, argv, env); });
+}
+
+EXPORT int execveat(int dirfd, const char* path, char* const argv[], char* const envp[], int flags) noexcept {
+  if (!real::execveat()) {
+    errno = ENOSYS;
+    return -1;
+  }
+  return around_exec(envp, [&](char* const* env) { return real::execveat()(dirfd, path, argv, env, flags); });
+}
+
+EXPORT int execl(const char* path, const char* arg, ...) noexcept {
+  COLLECT_ARGV(arg, argv, (void)0);
+  return execve(path, argv, environ);
+}
+
+EXPORT int execlp(const char* file, const char* arg, ...) noexcept {
+  COLLECT_ARGV(arg, argv, (void)0);
+  return execvpe(file, argv, environ);
+}
+
+EXPORT int execle(const char* path, const char* arg, ...) noexcept {
+  char* const* envp;
+  COLLECT_ARGV(arg, argv, envp = va_arg(ap, char* const*));
+  return execve(path, argv, envp);
+}
+
+// --- threads ---------------------------------------------------------------
+
 EXPORT int pthread_create(pthread_t* t, const pthread_attr_t* attr, void* (*fn)(void*), void* arg) {
-  if (!sampler::running()) return real::pthread_create()(t, attr, fn, arg);
+  if (!lifecycle::active()) return real::pthread_create()(t, attr, fn, arg);
   Start* s = static_cast<Start*>(malloc(sizeof(Start)));
   if (!s) return real::pthread_create()(t, attr, fn, arg);
   *s = {fn, arg};
   int rc = real::pthread_create()(t, attr, thread_start, s);
   if (rc != 0) free(s);
   return rc;
+}
+
+EXPORT void pthread_exit(void* rv) {
+  if (getpid() == gettid()) lifecycle::main_thread_exiting();
+  real::pthread_exit()(rv);
+  __builtin_unreachable();
 }

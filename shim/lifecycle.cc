@@ -1,9 +1,11 @@
-// lifecycle: setup, the state machine, the stop thread and the bounded
-// stop; see lifecycle.h.
+// lifecycle: setup, the state machine, the stop thread, the bounded stop
+// and the image's identity; see lifecycle.h.
 #include "lifecycle.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -19,6 +21,7 @@
 #include "heap.h"
 #include "real.h"
 #include "sampler.h"
+#include "signals.h"
 #include "symbolize.h"
 #include "sys.h"
 
@@ -27,7 +30,22 @@ namespace {
 
 enum State : int { kInert, kRunning, kStopping, kDone };
 
+// Set in an exec'd image's environment by a non-root image, so that the
+// descendant names its files as a non-root image too (docs/CONFIG.md).
+const char kDescendant[] = "PROFSHIM_DESCENDANT";
+
 std::atomic<int> g_state{kInert};
+std::atomic<int> g_pid{0};       // the pid this image profiles as
+std::atomic<bool> g_root{true};  // the root process (its final image writes NAME.*)
+std::atomic<bool> g_main_exited{false};
+std::atomic<long> g_threads{0};  // threads started through the shim, alive
+pthread_key_t g_thread_key;
+char** g_exec_env = nullptr;     // our copy of an exec's envp, freed if it fails
+char g_timeout_msg[160];
+// Futex words: the stop thread sleeps on g_request; stoppers sleep on g_done.
+volatile uint32_t g_request = 0;
+volatile uint32_t g_done = 0;
+
 // Function-local statics: our constructor may run before this file's C++
 // static initializers, which would otherwise reset what setup() filled in.
 config::Config& cfg() {
@@ -38,9 +56,10 @@ finish::Context& ctx() {
   static finish::Context c;
   return c;
 }
-// Futex words: the stop thread sleeps on g_request; stoppers sleep on g_done.
-volatile uint32_t g_request = 0;
-volatile uint32_t g_done = 0;
+
+pid_t raw_getpid() { return pid_t(syscall(SYS_getpid)); }
+
+bool vfork_child() { return raw_getpid() != g_pid.load(std::memory_order_relaxed); }
 
 [[noreturn]] void fail(const std::string& why) {
   sys::line(("error: " + why).c_str());
@@ -49,9 +68,27 @@ volatile uint32_t g_done = 0;
   __builtin_unreachable();
 }
 
+std::string program_name() {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "prog";
+  buf[n] = 0;
+  const char* base = strrchr(buf, '/');
+  return config::slug(base ? base + 1 : buf);
+}
+
+// "<name>" for the root's final image, "<name>.<prog>.<pid>" for any other.
+std::string stem(bool root) {
+  if (root) return cfg().name;
+  return cfg().name + "." + program_name() + "." + std::to_string(g_pid.load());
+}
+
 void* stop_thread(void*) {
   prctl(PR_SET_NAME, "profshim-stop", 0, 0, 0);
   heap::set_thread_active(false);
+  // Its own arena: a thread stopped inside malloc by a fatal signal holds
+  // its arena's lock, and the stop must not wait for that.
+  heap::use_private_arena();
   while (!__atomic_load_n(&g_request, __ATOMIC_ACQUIRE)) {
     sys::futex_wait(&g_request, 0, 1000000000ull);
     sys::stderr_poll();
@@ -66,6 +103,7 @@ void* stop_thread(void*) {
 // With every signal blocked, so that no signal meant for the program is
 // ever handled on the shim's thread.
 std::string spawn_stop_thread() {
+  g_request = 0, g_done = 0;
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -79,28 +117,65 @@ std::string spawn_stop_thread() {
   return rc == 0 ? "" : std::string("cannot start the stop thread: ") + strerror(rc);
 }
 
-void after_fork_in_child() {
-  // The stop thread and the CPU timers do not survive fork; until the child
-  // profiles itself as its own image (a later change), it writes nothing
-  // and never waits for a thread it does not have.
-  if (g_state.load() == kInert) return;
-  sampler::abandon_after_fork();
-  g_state.store(kInert);
+void begin_image() {
+  ctx().stem = stem(g_root.load());
+  ctx().start_mono_ns = sys::now_ns(CLOCK_MONOTONIC);
+  ctx().start_real_ns = sys::now_ns(CLOCK_REALTIME);
 }
 
+// The child of fork profiles itself from here on, as its own image.
+void after_fork_in_child() {
+  if (g_state.load() != kRunning) {
+    g_state.store(kInert);
+    return;
+  }
+  g_pid.store(raw_getpid());
+  g_root.store(false);
+  g_threads.store(0);
+  begin_image();
+  if (cfg().cpu_hz) sampler::reset_after_fork();
+  if (!spawn_stop_thread().empty()) {
+    g_state.store(kInert);
+    return;
+  }
+  g_state.store(kRunning);
+}
+
+void on_thread_end(void*) {
+  if (g_threads.fetch_sub(1) == 1 && g_main_exited.load()) stop("the last thread's exit");
+}
+
+// Last in line: a stop path the shim did not see (libc's internal exit after
+// pthread_exit from main in a thread it did not start, say) still gets its
+// profiles, though after the program's own atexit handlers.
+void at_exit_fallback() { stop("exit (seen only at atexit)"); }
+
 void setup() {
-  std::string err = config::parse([](const char* n) -> const char* { return getenv(n); }, &cfg());
+  std::string err =
+      config::parse([](const char* n) -> const char* { return getenv(n); }, &cfg());
   if (!err.empty()) fail(err);
   if (!cfg().active) {
     heap::set_active(false);
     return;
   }
   sys::stderr_init();
+  g_pid.store(raw_getpid());
+  if (getenv(kDescendant)) {
+    g_root.store(false);
+    unsetenv(kDescendant);  // the program sees the environment it was given
+  }
   ctx().cfg = &cfg();
-  ctx().stem = cfg().name;
-  ctx().start_mono_ns = sys::now_ns(CLOCK_MONOTONIC);
-  ctx().start_real_ns = sys::now_ns(CLOCK_REALTIME);
+  begin_image();
+  snprintf(g_timeout_msg, sizeof g_timeout_msg,
+           "error: the stop did not finish writing within %.1f s; giving up, the process ends as "
+           "it would have",
+           double(cfg().stop_timeout_ms) / 1000.0);
   if (!(err = atomic_file::ensure_dir(cfg().dir)).empty()) fail("PROFILE_DIR: " + err);
+  // Absolute from here on: the program may chdir before it stops.
+  if (char* abs = realpath(cfg().dir.c_str(), nullptr)) {
+    cfg().dir = abs;
+    free(abs);
+  }
   if (!symbolize::load_libdw(&err)) fail(err);
   if (cfg().heap_sample) {
     if (!heap::available(&err) || !heap::start(cfg().heap_lg_sample, &err)) fail(err);
@@ -109,7 +184,10 @@ void setup() {
   }
   if (cfg().cpu_hz && !sampler::start(cfg().cpu_hz, &err)) fail(err);
   if (!(err = spawn_stop_thread()).empty()) fail(err);
+  signals::install(cfg().cpu_hz ? sampler::signal_number() : -1);
+  pthread_key_create(&g_thread_key, on_thread_end);
   pthread_atfork(nullptr, nullptr, after_fork_in_child);
+  atexit(at_exit_fallback);
   g_state.store(kRunning);
 }
 
@@ -120,11 +198,8 @@ __attribute__((constructor)) void init() {
   heap::set_thread_active(true);
 }
 
-}  // namespace
-
-bool active() { return g_state.load(std::memory_order_relaxed) == kRunning; }
-
-void stop(const char* how) {
+// Signal-safe: atomics, futexes and clock_gettime only.
+bool request_and_wait(const char* how) {
   int s = kRunning;
   if (g_state.compare_exchange_strong(s, kStopping)) {
     ctx().how = how;
@@ -132,20 +207,95 @@ void stop(const char* how) {
     __atomic_store_n(&g_request, 1, __ATOMIC_RELEASE);
     sys::futex_wake(&g_request);
   } else if (s != kStopping) {
-    return;
+    return true;
   }
   uint64_t deadline = sys::now_ns(CLOCK_MONOTONIC) + cfg().stop_timeout_ms * 1000000ull;
   for (;;) {
-    if (__atomic_load_n(&g_done, __ATOMIC_ACQUIRE)) return;
+    if (__atomic_load_n(&g_done, __ATOMIC_ACQUIRE)) return true;
     uint64_t now = sys::now_ns(CLOCK_MONOTONIC);
     if (now >= deadline) break;
     sys::futex_wait(&g_done, 0, deadline - now);
   }
   static std::atomic<bool> said{false};
-  if (!said.exchange(true))
-    sys::linef("error: the stop did not finish writing within %.1f s; giving up, the process ends "
-               "as it would have",
-               double(cfg().stop_timeout_ms) / 1000.0);
+  if (!said.exchange(true)) sys::line(g_timeout_msg);
+  return false;
+}
+
+bool env_profiles(char* const envp[]) {
+  bool dir = false, preload = false;
+  for (char* const* e = envp; e && *e; ++e) {
+    if (strncmp(*e, "PROFILE_DIR=", 12) == 0) dir = (*e)[12] != 0;
+    if (strncmp(*e, "LD_PRELOAD=", 11) == 0) preload = strstr(*e, "profshim") != nullptr;
+  }
+  return dir && preload;
+}
+
+}  // namespace
+
+bool active() { return g_state.load(std::memory_order_relaxed) == kRunning; }
+
+void stop(const char* how) {
+  if (g_state.load() == kInert || vfork_child()) return;
+  request_and_wait(how);
+}
+
+void stop_from_signal(int sig) {
+  if (g_state.load() == kInert || vfork_child()) return;
+  static const char* const kNames[] = {
+      "signal 0",       "signal SIGHUP",  "signal SIGINT",  "signal SIGQUIT", "signal SIGILL",
+      "signal SIGTRAP", "signal SIGABRT", "signal SIGBUS",  "signal SIGFPE",  "signal SIGKILL",
+      "signal SIGUSR1", "signal SIGSEGV", "signal SIGUSR2", "signal SIGPIPE", "signal SIGALRM",
+      "signal SIGTERM", "signal 16",      "signal 17",      "signal 18",      "signal 19",
+      "signal 20",      "signal 21",      "signal 22",      "signal 23",      "signal SIGXCPU",
+      "signal SIGXFSZ"};
+  request_and_wait(sig > 0 && sig < int(sizeof kNames / sizeof kNames[0]) ? kNames[sig] : "a signal");
+}
+
+char* const* before_exec(char* const envp[]) {
+  if (g_state.load() != kRunning || vfork_child()) return envp;
+  bool successor = env_profiles(envp);
+  // The root's image before an exec is not its final one when what it execs
+  // profiles too: that one writes NAME.*.
+  if (g_root.load() && successor) ctx().stem = stem(false);
+  if (cfg().cpu_hz) signals::discard_pending_sampling_signal();
+  request_and_wait("exec");
+  if (cfg().cpu_hz) signals::discard_pending_sampling_signal();
+  if (g_root.load() || !successor) return envp;
+  size_t n = 0;
+  while (envp && envp[n]) ++n;
+  g_exec_env = static_cast<char**>(calloc(n + 2, sizeof(char*)));
+  if (!g_exec_env) return envp;
+  size_t j = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (strncmp(envp[i], "PROFSHIM_DESCENDANT=", 20) != 0) g_exec_env[j++] = envp[i];
+  g_exec_env[j++] = const_cast<char*>("PROFSHIM_DESCENDANT=1");
+  return g_exec_env;
+}
+
+void exec_failed() {
+  free(g_exec_env);
+  g_exec_env = nullptr;
+  if (g_state.load() != kDone || vfork_child()) return;
+  // Same image, still running: profile on, and its final stop writes again.
+  ctx().stem = stem(g_root.load());
+  if (cfg().heap_sample) heap::set_active(true);
+  if (cfg().cpu_hz) sampler::resume();
+  if (spawn_stop_thread().empty()) g_state.store(kRunning);
+}
+
+void main_thread_exiting() {
+  if (g_state.load() != kRunning || vfork_child()) return;
+  if (g_threads.load() == 0) {
+    stop("pthread_exit from main");
+    return;
+  }
+  g_main_exited.store(true);
+}
+
+void thread_started() {
+  if (g_state.load() != kRunning) return;
+  g_threads.fetch_add(1);
+  pthread_setspecific(g_thread_key, reinterpret_cast<void*>(1));
 }
 
 }  // namespace lifecycle

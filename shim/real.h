@@ -3,6 +3,7 @@
 // name, which inside the shim would bind back to our own wrapper.
 #pragma once
 #include <pthread.h>
+#include <signal.h>
 
 namespace real {
 
@@ -10,10 +11,26 @@ using StartMain = int (*)(int (*)(int, char**, char**), int, char**, void (*)(),
                           void (*)(), void*);
 using PthreadCreate = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
 using Exit = void (*)(int);
+using PthreadExit = void (*)(void*);
+using Sigaction = int (*)(int, const struct sigaction*, struct sigaction*);
+using Signal = sighandler_t (*)(int, sighandler_t);
+using Execve = int (*)(const char*, char* const[], char* const[]);
+using Execvpe = int (*)(const char*, char* const[], char* const[]);
+using Fexecve = int (*)(int, char* const[], char* const[]);
+using Execveat = int (*)(int, const char*, char* const[], char* const[], int);
 
 StartMain libc_start_main();
 PthreadCreate pthread_create();
+PthreadExit pthread_exit();
 Exit exit();
 Exit quick_exit();
+Exit _exit();
+Exit _Exit();
+Sigaction sigaction();
+Signal signal();
+Execve execve();
+Execvpe execvpe();
+Fexecve fexecve();
+Execveat execveat();  // may be null on an old libc
 
 }  // namespace real

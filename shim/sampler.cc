@@ -19,6 +19,7 @@
 #include <libunwind.h>
 #include <dlfcn.h>
 
+#include "real.h"
 #include "sys.h"
 
 namespace sampler {
@@ -275,9 +276,12 @@ void record_name(int32_t tid, const char* name) {
 
 void on_thread_exit(void* p) {
   Slot* s = static_cast<Slot*>(p);
+  int32_t tid = int32_t(sys::gettid());
+  // After a fork or a failed exec the slot may belong to another thread.
+  if (s < g.slots || s >= g.slots + kMaxSlots || s->tid.load() != tid) return;
   char name[17] = {0};
   prctl(PR_GET_NAME, name, 0, 0, 0);
-  record_name(s->tid.load(), name);
+  record_name(tid, name);
   if (disarm(s)) release(s);
 }
 
@@ -297,13 +301,7 @@ void arm_existing_threads() {
   closedir(d);
 }
 
-}  // namespace
-
-int signal_number() { return SIGRTMAX - 4; }
-
-bool running() { return g.enabled.load(std::memory_order_relaxed); }
-
-bool start(uint32_t hz, std::string* err) {
+bool map_tables(std::string* err) {
   g.slots = static_cast<Slot*>(map_zeroed(sizeof(Slot) * kMaxSlots));
   g.table = static_cast<Entry*>(map_zeroed(sizeof(Entry) * kTableSize));
   g.arena = static_cast<uint64_t*>(map_zeroed(sizeof(uint64_t) * kArenaWords));
@@ -312,8 +310,38 @@ bool start(uint32_t hz, std::string* err) {
     *err = std::string("cannot map the CPU sample table: ") + strerror(errno);
     return false;
   }
+  g.arena_used = 0, g.names_used = 0;
+  g.samples = 0, g.dropped = 0, g.dropped_nanos = 0, g.threads = 0, g.timer_failures = 0;
+  return true;
+}
+
+void unmap_tables() {
+  munmap(g.slots, sizeof(Slot) * kMaxSlots);
+  munmap(g.table, sizeof(Entry) * kTableSize);
+  munmap(g.arena, sizeof(uint64_t) * kArenaWords);
+  munmap(g.names, sizeof(Name) * kMaxNames);
+}
+
+bool arm_self(std::string* err) {
+  Slot* self = arm(sys::gettid());
+  if (!self) {
+    g.enabled.store(false);
+    *err = std::string("cannot create a per-thread CPU timer: ") + strerror(errno);
+    return false;
+  }
+  pthread_setspecific(g.key, self);
+  return true;
+}
+
+}  // namespace
+
+int signal_number() { return SIGRTMAX - 4; }
+
+bool running() { return g.enabled.load(std::memory_order_relaxed); }
+
+bool start(uint32_t hz, std::string* err) {
+  if (!map_tables(err) || !load_libunwind(err)) return false;
   g.period_ns = 1000000000ull / hz;
-  if (!load_libunwind(err)) return false;
   u.set_caching_policy(*u.local_as, UNW_CACHE_PER_THREAD);
   if (pthread_key_create(&g.key, on_thread_exit) != 0) {
     *err = "cannot create a thread key for the CPU timers";
@@ -324,20 +352,41 @@ bool start(uint32_t hz, std::string* err) {
   sa.sa_sigaction = handler;
   sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
   sigemptyset(&sa.sa_mask);
-  if (sigaction(signal_number(), &sa, nullptr) != 0) {
+  if (real::sigaction()(signal_number(), &sa, nullptr) != 0) {
     *err = std::string("cannot install the CPU sampling signal handler: ") + strerror(errno);
     return false;
   }
   g.enabled.store(true);
-  Slot* self = arm(sys::gettid());
-  if (!self) {
-    g.enabled.store(false);
-    *err = std::string("cannot create a per-thread CPU timer: ") + strerror(errno);
-    return false;
-  }
-  pthread_setspecific(g.key, self);
+  if (!arm_self(err)) return false;
   arm_existing_threads();
   return true;
+}
+
+void reset_after_fork() {
+  if (!g.table) return;
+  // Timers are not inherited by fork and the samples so far are the
+  // parent's: the child starts from empty tables, with one thread.
+  unmap_tables();
+  std::string err;
+  if (!map_tables(&err)) {
+    g.enabled.store(false);
+    return;
+  }
+  g.enabled.store(true);
+  arm_self(&err);
+}
+
+void resume() {
+  if (!g.table || g.enabled.load()) return;
+  for (uint32_t i = 0; i < kMaxSlots; ++i) {
+    uint32_t dead = kDead;
+    if (g.slots[i].state.load() == kDead) {
+      g.slots[i].tid.store(0);
+      g.slots[i].state.compare_exchange_strong(dead, kFree);
+    }
+  }
+  g.enabled.store(true);
+  arm_existing_threads();
 }
 
 void thread_begin() {
@@ -366,8 +415,6 @@ void stop() {
     nanosleep(&ts, nullptr);
   }
 }
-
-void abandon_after_fork() { g.enabled.store(false); }
 
 void for_each(void (*fn)(const Stack&, void*), void* arg) {
   if (!g.table) return;

@@ -32,9 +32,11 @@ bool running();
 void thread_begin();
 // Disable, delete all timers, wait for handlers in flight (<= 100 ms).
 void stop();
-// In a fork child: the parent's timers were not inherited; forget them
-// without deleting (their ids may be the child's own timers by now).
-void abandon_after_fork();
+// In a fork child: fresh tables and a timer for the one thread there is
+// (the parent's timers were not inherited; their ids are not ours to delete).
+void reset_after_fork();
+// After stop(), when an exec failed: sample every thread again.
+void resume();
 
 struct Stack {
   const uint64_t* pcs;  // leaf first: pcs[0] is the interrupted instruction,

@@ -1,0 +1,133 @@
+// signals: fatal-signal handlers and sigaction bookkeeping; see signals.h.
+#include "signals.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+
+#include "lifecycle.h"
+#include "real.h"
+
+namespace signals {
+namespace {
+
+const int kFatal[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGABRT, SIGSEGV, SIGBUS, SIGFPE,
+                      SIGILL,  SIGPIPE, SIGALRM, SIGXCPU, SIGXFSZ, SIGUSR1, SIGUSR2};
+
+enum Mode : int { kUnmanaged = 0, kOurs, kApp };
+
+struct State {
+  std::atomic<int> mode[NSIG];
+  struct sigaction view[NSIG];  // what the program would see without the shim
+  std::atomic<bool> lock;
+  int sampling = -1;
+  std::atomic<bool> sampling_taken;
+};
+State g;
+
+struct Lock {
+  Lock() {
+    while (g.lock.exchange(true, std::memory_order_acquire)) {
+    }
+  }
+  ~Lock() { g.lock.store(false, std::memory_order_release); }
+};
+
+bool synchronous_fault(int sig, const siginfo_t* si) {
+  return si && si->si_code > 0 &&
+         (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL);
+}
+
+void fatal_handler(int sig, siginfo_t* si, void*) {
+  int saved = errno;
+  lifecycle::stop_from_signal(sig);
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  real::sigaction()(sig, &dfl, nullptr);
+  // A fault re-executes its instruction on return and meets SIG_DFL there,
+  // so the core shows the faulting frame. Anything sent (kill, raise,
+  // abort) is sent again; it stays pending until this handler returns.
+  if (!synchronous_fault(sig, si)) syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), sig);
+  errno = saved;
+}
+
+int install_ours(int sig) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = fatal_handler;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  sigemptyset(&sa.sa_mask);
+  return real::sigaction()(sig, &sa, nullptr);
+}
+
+bool is_default(const struct sigaction* a) {
+  return !(a->sa_flags & SA_SIGINFO) && a->sa_handler == SIG_DFL;
+}
+
+}  // namespace
+
+void install(int sampling_signal) {
+  for (int sig : kFatal) {
+    struct sigaction cur;
+    if (real::sigaction()(sig, nullptr, &cur) != 0 || !is_default(&cur)) continue;
+    g.view[sig] = cur;
+    if (install_ours(sig) == 0) g.mode[sig].store(kOurs);
+  }
+  if (sampling_signal > 0) {
+    g.sampling = sampling_signal;
+    memset(&g.view[sampling_signal], 0, sizeof(struct sigaction));
+    g.view[sampling_signal].sa_handler = SIG_DFL;
+    g.mode[sampling_signal].store(kOurs);
+  }
+}
+
+int on_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
+  if (sig <= 0 || sig >= NSIG || g.mode[sig].load() == kUnmanaged)
+    return real::sigaction()(sig, act, old);
+  Lock lock;
+  struct sigaction before = g.view[sig];
+  if (act) {
+    if (sig == g.sampling && (is_default(act) || act->sa_handler == SIG_IGN)) {
+      // The sampler keeps its handler; the program's wish is only recorded.
+    } else if (sig != g.sampling && is_default(act)) {
+      if (install_ours(sig) != 0) return -1;
+      g.mode[sig].store(kOurs);
+    } else {
+      if (real::sigaction()(sig, act, nullptr) != 0) return -1;
+      g.mode[sig].store(kApp);
+      if (sig == g.sampling) g.sampling_taken.store(true);
+    }
+    g.view[sig] = *act;
+  }
+  if (old) *old = before;
+  return 0;
+}
+
+sighandler_t on_signal(int sig, sighandler_t handler) {
+  if (sig <= 0 || sig >= NSIG || g.mode[sig].load() == kUnmanaged) return real::signal()(sig, handler);
+  struct sigaction sa, old;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = handler;
+  sigemptyset(&sa.sa_mask);
+  sigaddset(&sa.sa_mask, sig);
+  sa.sa_flags = SA_RESTART;
+  if (on_sigaction(sig, &sa, &old) != 0) return SIG_ERR;
+  return old.sa_handler;
+}
+
+bool sampling_signal_taken() { return g.sampling_taken.load(); }
+
+void discard_pending_sampling_signal() {
+  if (g.sampling <= 0 || g.mode[g.sampling].load() != kOurs) return;
+  struct sigaction ign, ours;
+  memset(&ign, 0, sizeof ign);
+  ign.sa_handler = SIG_IGN;
+  // Setting SIG_IGN discards every pending instance, for all threads.
+  if (real::sigaction()(g.sampling, &ign, &ours) == 0) real::sigaction()(g.sampling, &ours, nullptr);
+}
+
+}  // namespace signals
