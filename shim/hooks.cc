@@ -3,7 +3,9 @@
 // through when inert, otherwise call into lifecycle / signals / sampler and
 // then the original (real.h). The allocator's symbols are in allocator.cc.
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
+#include <sys/stat.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -44,14 +46,23 @@ PROFSHIM_WRAPPER void* thread_start(void* p) {
 }
 
 // The old image's profiles before the exec; profiling resumes if it fails.
+// A shell searching PATH calls execve once per directory: a path that is not
+// an executable file fails without a stop (the stop costs tens of ms).
 template <typename Call>
-int around_exec(char* const envp[], Call call) {
+int around_exec(bool runnable, char* const envp[], Call call) {
+  if (!runnable) return call(envp);
   char* const* env = lifecycle::before_exec(envp);
   int rc = call(env);
   int saved = errno;
   lifecycle::exec_failed();
   errno = saved;
   return rc;
+}
+
+bool runnable(int dirfd, const char* path) {
+  struct stat st;
+  return path && faccessat(dirfd, path, X_OK, AT_EACCESS) == 0 && fstatat(dirfd, path, &st, 0) == 0 &&
+         S_ISREG(st.st_mode);
 }
 
 // execl's variadic arguments as an argv (the list ends with a null).
@@ -129,23 +140,25 @@ EXPORT sighandler_t signal(int sig, sighandler_t handler) noexcept {
 // --- exec ------------------------------------------------------------------
 
 EXPORT int execve(const char* path, char* const argv[], char* const envp[]) noexcept {
-  return around_exec(envp, [&](char* const* env) { return real::execve()(path, argv, env); });
+  return around_exec(runnable(AT_FDCWD, path), envp,
+                     [&](char* const* env) { return real::execve()(path, argv, env); });
 }
 
 EXPORT int execv(const char* path, char* const argv[]) noexcept {
-  return around_exec(environ, [&](char* const* env) { return real::execve()(path, argv, env); });
+  return around_exec(runnable(AT_FDCWD, path), environ,
+                     [&](char* const* env) { return real::execve()(path, argv, env); });
 }
 
 EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) noexcept {
-  return around_exec(envp, [&](char* const* env) { return real::execvpe()(file, argv, env); });
+  return around_exec(true, envp, [&](char* const* env) { return real::execvpe()(file, argv, env); });
 }
 
 EXPORT int execvp(const char* file, char* const argv[]) noexcept {
-  return around_exec(environ, [&](char* const* env) { return real::execvpe()(file, argv, env); });
+  return around_exec(true, environ, [&](char* const* env) { return real::execvpe()(file, argv, env); });
 }
 
 EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) noexcept {
-  return around_exec(envp, [&](char* const* env) { return real::fexecve()(fd, argv, env); });
+  return around_exec(true, envp, [&](char* const* env) { return real::fexecve()(fd, argv, env); });
 }
 
 EXPORT int execveat(int dirfd, const char* path, char* const argv[], char* const envp[], int flags) noexcept {
@@ -153,7 +166,8 @@ EXPORT int execveat(int dirfd, const char* path, char* const argv[], char* const
     errno = ENOSYS;
     return -1;
   }
-  return around_exec(envp, [&](char* const* env) { return real::execveat()(dirfd, path, argv, env, flags); });
+  bool ok = (flags & AT_EMPTY_PATH) || runnable(dirfd, path);
+  return around_exec(ok, envp, [&](char* const* env) { return real::execveat()(dirfd, path, argv, env, flags); });
 }
 
 EXPORT int execl(const char* path, const char* arg, ...) noexcept {
