@@ -53,7 +53,7 @@ UNIT_BINS := $(patsubst tests/unit/%.cc,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
 # interposition layer and the allocator.
 CORE_OBJS := $(filter-out $(addprefix $(BUILD)/shim/,hooks.o allocator.o lifecycle.o heap.o finish.o signals.o sampler.o real.o),$(SHIM_OBJS))
 
-$(BUILD)/tests/unit/%: tests/unit/%.cc $(CORE_OBJS) tests/unit/check.h | $(BUILD)/.deps-ok
+$(BUILD)/tests/unit/%: tests/unit/%.cc $(CORE_OBJS) tests/unit/check.h $(wildcard tests/fixtures/*.h) | $(BUILD)/.deps-ok
 	@mkdir -p $(dir $@)
 	$(CXX) $(CPPFLAGS) -Itests/unit $(CXXFLAGS) -o $@ $< $(CORE_OBJS) -lz -ldl -lpthread
 

@@ -1,4 +1,5 @@
-// procmaps: parses the text of /proc/<pid>/maps into one record per line.
+// procmaps: parses the text of /proc/<pid>/maps into one record per line, and
+// answers questions about those records.
 #include "procmaps.h"
 
 #include <cinttypes>
@@ -33,6 +34,12 @@ std::vector<Line> parse(const std::string& text) {
     pos = nl + 1;
   }
   return lines;
+}
+
+bool readable(const std::vector<Line>& lines, uint64_t addr, uint64_t size) {
+  for (const auto& l : lines)
+    if (l.readable() && addr >= l.start && addr < l.end && size <= l.end - addr) return true;
+  return false;
 }
 
 }  // namespace procmaps

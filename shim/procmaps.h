@@ -1,6 +1,7 @@
-// procmaps: parses the text of /proc/<pid>/maps into one record per line.
-// Pure text handling (no reads of /proc here), so it can parse text captured
-// earlier and can be tested on literal strings.
+// procmaps: parses the text of /proc/<pid>/maps into one record per line, and
+// answers questions about those records. Pure text handling (no reads of
+// /proc here), so it can parse text captured earlier and be tested on
+// literal strings.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -18,10 +19,18 @@ struct Line {
   bool executable() const { return perms[2] == 'x'; }
   // A regular file mapping (not anonymous, not [vdso]/[heap]/...).
   bool is_file() const { return !path.empty() && path[0] == '/' && inode != 0; }
+  // Another mapping of the same file (device, inode and path).
+  bool same_file(const Line& o) const {
+    return is_file() && o.is_file() && inode == o.inode && dev_major == o.dev_major &&
+           dev_minor == o.dev_minor && path == o.path;
+  }
 };
 
 // Lines that do not parse are skipped: the kernel's format is fixed, so a bad
 // line means truncated text, and the rest is still worth having.
 std::vector<Line> parse(const std::string& text);
+
+// Whether [addr, addr + size) lies inside one readable line.
+bool readable(const std::vector<Line>& lines, uint64_t addr, uint64_t size);
 
 }  // namespace procmaps

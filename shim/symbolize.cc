@@ -26,7 +26,6 @@ namespace internal {
 static Dw g_dw;
 static bool g_loaded = false;
 const Dw& dw() { return g_dw; }
-bool dw_loaded() { return g_loaded; }
 
 }  // namespace internal
 
@@ -61,22 +60,18 @@ namespace {
 
 // --- build IDs, read from this process's memory -----------------------------
 
-bool readable_range(const std::vector<procmaps::Line>& lines, uint64_t a, uint64_t n) {
-  for (const auto& l : lines)
-    if (l.readable() && a >= l.start && n <= l.end - a && a < l.end) return true;
-  return false;
-}
-
-std::string build_id_in_notes(const char* p, const char* end, uint64_t align) {
-  while (end - p >= static_cast<ptrdiff_t>(sizeof(Elf64_Nhdr))) {
+std::string build_id_in_notes(const char* p, uint64_t size, uint64_t align) {
+  auto padded = [align](uint64_t n) { return (n + align - 1) & ~(align - 1); };
+  while (size >= sizeof(Elf64_Nhdr)) {
     Elf64_Nhdr nh;
     std::memcpy(&nh, p, sizeof nh);
+    const uint64_t name_len = padded(nh.n_namesz), desc_len = padded(nh.n_descsz);
+    if (name_len + desc_len > size - sizeof nh) break;
     const char* name = p + sizeof nh;
-    const char* desc = name + ((nh.n_namesz + align - 1) & ~(align - 1));
-    p = desc + ((nh.n_descsz + align - 1) & ~(align - 1));
-    if (p > end || p < desc) break;
     if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0)
-      return std::string(desc, nh.n_descsz);
+      return std::string(name + name_len, nh.n_descsz);
+    p += sizeof nh + name_len + desc_len;
+    size -= sizeof nh + name_len + desc_len;
   }
   return "";
 }
@@ -104,9 +99,9 @@ std::string build_id_from_memory(const std::vector<procmaps::Line>& lines,
   for (int i = 0; i < eh->e_phnum && have_load; ++i) {
     if (ph[i].p_type != PT_NOTE) continue;
     uint64_t a = bias + ph[i].p_vaddr;
-    if (!readable_range(lines, a, ph[i].p_filesz)) continue;
-    const char* p = reinterpret_cast<const char*>(a);
-    std::string id = build_id_in_notes(p, p + ph[i].p_filesz, ph[i].p_align == 8 ? 8 : 4);
+    if (!procmaps::readable(lines, a, ph[i].p_filesz)) continue;
+    std::string id = build_id_in_notes(reinterpret_cast<const char*>(a), ph[i].p_filesz,
+                                       ph[i].p_align == 8 ? 8 : 4);
     if (!id.empty()) return id;
   }
   return "";
@@ -133,8 +128,8 @@ bool same_build_id(Elf* elf, const std::string& want) {
 
 // The file behind a module: by its path; when maps says it was deleted (an
 // upgrade replaced it), through /proc/self/map_files, which still reaches the
-// mapped inode (some kernels allow that only with CAP_SYS_ADMIN; without it
-// the module just stays unnamed).
+// mapped inode (opening it takes CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE;
+// without them the module just stays unnamed).
 int open_module_file(const ModInfo& mi, std::string* name) {
   static const char kDeleted[] = " (deleted)";
   const size_t n = sizeof kDeleted - 1;
@@ -240,6 +235,16 @@ struct ExecRange {
   int mapping;
 };
 
+ModInfo* new_module(std::vector<std::unique_ptr<ModInfo>>* mods, const procmaps::Line& l) {
+  mods->emplace_back(new ModInfo);
+  ModInfo* m = mods->back().get();
+  m->path = l.path;
+  m->vdso = l.path == "[vdso]";
+  m->low = m->map_start = l.start;
+  m->high = m->map_end = l.end;
+  return m;
+}
+
 }  // namespace
 
 // --- the session ----------------------------------------------------------------
@@ -263,47 +268,39 @@ struct Session::Impl {
   void note_found(const Result& r);
 };
 
-static ModInfo* new_module(std::vector<std::unique_ptr<ModInfo>>* mods, const procmaps::Line& l) {
-  mods->emplace_back(new ModInfo);
-  ModInfo* m = mods->back().get();
-  m->path = l.path;
-  m->vdso = l.path == "[vdso]";
-  m->low = m->map_start = l.start;
-  m->high = m->map_end = l.end;
-  return m;
-}
-
 // Consecutive lines of one file (same device, inode and path) form one module,
 // as in elfutils' own maps reader; anonymous lines between them (a .bss) do
-// not split it. Only modules with executable code are kept.
+// not split it. Only modules with executable code are kept, and only their
+// memory is read (for the build ID): a data file mapped and then truncated
+// would fault on the first read.
 void Session::Impl::find_modules() {
   module_of_line.assign(lines.size(), -1);
   const procmaps::Line* prev = nullptr;
   std::vector<bool> has_exec;
+  std::vector<const procmaps::Line*> head;  // each module's line at file offset 0
   for (size_t i = 0; i < lines.size(); ++i) {
     const procmaps::Line& l = lines[i];
     if (!l.is_file() && l.path != "[vdso]") continue;
-    bool same = prev && l.is_file() && prev->is_file() && l.inode == prev->inode &&
-                l.dev_major == prev->dev_major && l.dev_minor == prev->dev_minor && l.path == prev->path;
-    if (same) {
+    if (prev && prev->same_file(l)) {
       mods.back()->high = l.end;
     } else {
       new_module(&mods, l);
       has_exec.push_back(false);
+      head.push_back(nullptr);
     }
     module_of_line[i] = static_cast<int>(mods.size()) - 1;
     if (l.executable()) has_exec.back() = true;
-    if (l.offset == 0 && mods.back()->build_id.empty()) mods.back()->build_id = build_id_from_memory(lines, l);
+    if (l.offset == 0 && !head.back()) head.back() = &l;
     prev = &l;
   }
-  // Drop modules without code; renumber module_of_line to match.
   std::vector<int> renumber(mods.size(), -1);
   size_t kept = 0;
-  for (size_t m = 0; m < mods.size(); ++m)
-    if (has_exec[m]) {
-      renumber[m] = static_cast<int>(kept);
-      mods[kept++] = std::move(mods[m]);
-    }
+  for (size_t m = 0; m < mods.size(); ++m) {
+    if (!has_exec[m]) continue;
+    if (head[m]) mods[m]->build_id = build_id_from_memory(lines, *head[m]);
+    renumber[m] = static_cast<int>(kept);
+    mods[kept++] = std::move(mods[m]);
+  }
   mods.resize(kept);
   for (int& m : module_of_line)
     if (m >= 0) m = renumber[m];

@@ -38,7 +38,6 @@ struct Dw {
 
 // The table; every pointer is set once load_libdw() has returned true.
 const Dw& dw();
-bool dw_loaded();
 
 // A [lo, hi) code range (DWARF addresses) and the DIE that owns it.
 struct PcRange {
