@@ -14,6 +14,7 @@
 #include "real.h"
 #include "sampler.h"
 #include "signals.h"
+#include "unload.h"
 #include "wrappers.h"
 
 #define EXPORT extern "C" __attribute__((visibility("default")))
@@ -202,4 +203,11 @@ EXPORT void pthread_exit(void* rv) {
   if (getpid() == gettid()) lifecycle::main_thread_exiting();
   real::pthread_exit()(rv);
   __builtin_unreachable();
+}
+
+// --- libraries ---------------------------------------------------------------
+
+EXPORT int dlclose(void* handle) noexcept {
+  if (lifecycle::active()) unload::before_dlclose(handle);
+  return real::dlclose()(handle);
 }

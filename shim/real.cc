@@ -33,7 +33,7 @@ T resolve(std::atomic<void*>& slot, const char* name, bool required = true) {
 }
 
 std::atomic<void*> g_start, g_create, g_pexit, g_exit, g_quick_exit, g__exit, g__Exit, g_sigaction,
-    g_signal, g_execve, g_execvpe, g_fexecve, g_execveat;
+    g_signal, g_execve, g_execvpe, g_fexecve, g_execveat, g_dlclose;
 
 }  // namespace
 
@@ -49,6 +49,7 @@ Signal signal() { return resolve<Signal>(g_signal, "signal"); }
 Execve execve() { return resolve<Execve>(g_execve, "execve"); }
 Execvpe execvpe() { return resolve<Execvpe>(g_execvpe, "execvpe"); }
 Fexecve fexecve() { return resolve<Fexecve>(g_fexecve, "fexecve"); }
+Dlclose dlclose() { return resolve<Dlclose>(g_dlclose, "dlclose"); }
 Execveat execveat() { return resolve<Execveat>(g_execveat, "execveat", false); }
 
 }  // namespace real

@@ -32,5 +32,7 @@ Execve execve();
 Execvpe execvpe();
 Fexecve fexecve();
 Execveat execveat();  // may be null on an old libc
+using Dlclose = int (*)(void*);
+Dlclose dlclose();
 
 }  // namespace real
