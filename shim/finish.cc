@@ -17,6 +17,7 @@
 #include "heap_dump.h"
 #include "pprof.h"
 #include "sampler.h"
+#include "signals.h"
 #include "summary.h"
 #include "symbolize.h"
 #include "sys.h"
@@ -241,6 +242,7 @@ void run(const Context& ctx) {
 
   sampler::Stats st = sampler::stats();
   f.samples = st.samples;
+  f.signal_taken = signals::sampling_signal_taken();
   f.dropped = st.dropped;
   for (const auto& s : cpu) f.profiled_cpu_s += double(s.values[1]) / 1e9;
   struct rusage ru;

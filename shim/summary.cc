@@ -18,9 +18,19 @@ std::string format(const Figures& f) {
   std::string s = f.files.empty() ? "wrote no profile" : "wrote";
   for (const auto& p : f.files) s += " " + p;
   char b[512];
-  snprintf(b, sizeof b, " | %llu cpu samples at %u Hz (%.2f s sampled)", (unsigned long long)f.samples,
-           f.hz, f.profiled_cpu_s);
-  s += b;
+  // The achieved rate is samples per second of sampled CPU: the kernel
+  // delivers at most its tick rate per thread, and each sample is weighted
+  // by the CPU time it stands for, so the totals stay true either way.
+  double achieved = f.profiled_cpu_s > 0 ? double(f.samples) / f.profiled_cpu_s : 0;
+  if (f.hz == 0) {
+    s += " | cpu profile off";
+  } else {
+    snprintf(b, sizeof b,
+             " | %llu cpu samples over %.2f s of cpu, %u Hz asked, %.0f achieved (per-thread cpu timers)",
+             (unsigned long long)f.samples, f.profiled_cpu_s, f.hz, achieved);
+    s += b;
+  }
+  if (f.signal_taken) s += ", stopped early: the program took the sampling signal";
   if (f.dropped) {
     snprintf(b, sizeof b, ", %llu dropped", (unsigned long long)f.dropped);
     s += b;

@@ -11,6 +11,7 @@ struct Figures {
   std::vector<std::string> files;  // full paths written
   uint64_t samples = 0, dropped = 0;
   uint32_t hz = 0;
+  bool signal_taken = false;       // the program took the sampling signal
   double wall_s = 0, cpu_s = 0, profiled_cpu_s = 0;
   uint64_t peak_rss_bytes = 0, heap_inuse_bytes = 0;
   bool heap_seen = true;           // false: the program's malloc is not ours
