@@ -211,7 +211,7 @@ void run(const Context& ctx) {
   if (cfg.heap_sample && !have_heap) errors.push_back("heap profile not taken: " + err);
   f.heap_inuse_bytes = heap::allocated();
   f.heap_seen = heap::serves_malloc();
-  std::string maps = read_all("/proc/self/maps");
+  std::string maps = read_all("/proc/thread-self/maps");
   Self self = self_ranges(maps);
 
   std::vector<RawSample> cpu, mem;

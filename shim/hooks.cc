@@ -194,8 +194,12 @@ EXPORT int pthread_create(pthread_t* t, const pthread_attr_t* attr, void* (*fn)(
   Start* s = static_cast<Start*>(malloc(sizeof(Start)));
   if (!s) return real::pthread_create()(t, attr, fn, arg);
   *s = {fn, arg};
+  lifecycle::thread_creating();
   int rc = real::pthread_create()(t, attr, thread_start, s);
-  if (rc != 0) free(s);
+  if (rc != 0) {
+    lifecycle::thread_create_failed();
+    free(s);
+  }
   return rc;
 }
 

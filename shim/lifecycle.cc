@@ -292,10 +292,10 @@ void main_thread_exiting() {
   g_main_exited.store(true);
 }
 
-void thread_started() {
-  if (g_state.load() != kRunning) return;
-  g_threads.fetch_add(1);
-  pthread_setspecific(g_thread_key, reinterpret_cast<void*>(1));
-}
+void thread_creating() { g_threads.fetch_add(1); }
+
+void thread_create_failed() { g_threads.fetch_sub(1); }
+
+void thread_started() { pthread_setspecific(g_thread_key, reinterpret_cast<void*>(1)); }
 
 }  // namespace lifecycle

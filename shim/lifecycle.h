@@ -28,7 +28,11 @@ void exec_failed();
 // pthread_exit from the main thread: the process lives on until its last
 // thread ends, and libc's own exit then is not one an interposer sees.
 void main_thread_exiting();
-// A thread started through the shim begins / ends.
+// Around pthread_create: counted before the thread exists (main may call
+// pthread_exit before the new thread first runs), uncounted if creation
+// fails; thread_started() runs in the new thread and arms its end.
+void thread_creating();
+void thread_create_failed();
 void thread_started();
 
 }  // namespace lifecycle

@@ -136,7 +136,7 @@ int open_module_file(const ModInfo& mi, std::string* name) {
   const std::string& p = mi.path;
   if (p.size() > n && p.compare(p.size() - n, n, kDeleted) == 0) {
     char buf[80];
-    std::snprintf(buf, sizeof buf, "/proc/self/map_files/%llx-%llx",
+    std::snprintf(buf, sizeof buf, "/proc/thread-self/map_files/%llx-%llx",
                   static_cast<unsigned long long>(mi.map_start),
                   static_cast<unsigned long long>(mi.map_end));
     *name = p.substr(0, p.size() - n);
@@ -309,7 +309,7 @@ void Session::Impl::find_modules() {
 // One mapping per executable line, the main executable's first.
 void Session::Impl::build_mappings() {
   char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  ssize_t n = readlink("/proc/thread-self/exe", exe, sizeof exe - 1);
   const std::string exe_path = n > 0 ? std::string(exe, n) : std::string();
   std::vector<size_t> order;
   for (size_t i = 0; i < lines.size(); ++i)
