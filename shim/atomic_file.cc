@@ -5,10 +5,10 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
-
-#include <atomic>
 
 namespace atomic_file {
 
@@ -21,20 +21,22 @@ std::string why(const char* what, const std::string& path, int err) {
   return std::string(what) + " " + path + ": " + strerror(err);
 }
 
-// Creates a unique hidden temporary beside the target. A stale one from a
-// killed run with the same pid (pid reuse) is removed and the name retried.
+// Creates a unique hidden temporary beside the target. The name carries 64
+// random bits, so neither a stale temporary from a killed run nor names
+// planted by someone else in a shared directory can block it.
 int create_temp(const std::string& dir, const std::string& name, std::string* tmp, int* err) {
-  static std::atomic<unsigned> seq{0};
-  for (int attempt = 0; attempt < 4; ++attempt) {
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    uint64_t r = 0;
+    if (getrandom(&r, sizeof r, GRND_NONBLOCK) != sizeof r)
+      r = uint64_t(getpid()) * 0x9e3779b97f4a7c15ull ^ uint64_t(clock()) ^ uint64_t(attempt);
     char suffix[64];
-    // "<dir>/.<name>.tmp.<pid>.<seq>"
-    snprintf(suffix, sizeof suffix, ".tmp.%d.%u", int(getpid()), seq.fetch_add(1));
+    // "<dir>/.<name>.tmp.<pid>.<16 hex digits>"
+    snprintf(suffix, sizeof suffix, ".tmp.%d.%016llx", int(getpid()), (unsigned long long)r);
     *tmp = dir + "/." + name + suffix;
     int fd = open(tmp->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (fd >= 0) return fd;
     *err = errno;
     if (errno != EEXIST) return -1;
-    unlink(tmp->c_str());
   }
   return -1;
 }

@@ -1,7 +1,6 @@
 // finish: the stop pipeline; see finish.h.
 #include "finish.h"
 
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -58,12 +57,15 @@ std::string read_all(const char* path) {
   return out;
 }
 
+// The shim's own mappings: those of the file that holds this function's
+// code, matched by the path /proc shows for it (LD_PRELOAD may name the
+// shim through a symlink or "..", which dladdr would echo back).
 Self self_ranges(const std::string& maps) {
   Self s;
   s.wrap = {wrappers::begin(), wrappers::end()};
-  Dl_info di;
-  if (!dladdr(reinterpret_cast<void*>(&run), &di) || !di.dli_fname) return s;
-  std::string me = di.dli_fname;
+  uint64_t me = reinterpret_cast<uint64_t>(&run);
+  std::vector<std::pair<Range, std::string>> lines;
+  std::string mine;
   size_t pos = 0;
   while (pos < maps.size()) {
     size_t eol = maps.find('\n', pos);
@@ -72,9 +74,12 @@ Self self_ranges(const std::string& maps) {
     pos = eol + 1;
     unsigned long long lo, hi;
     size_t slash = line.find('/');
-    if (slash == std::string::npos || line.compare(slash, std::string::npos, me) != 0) continue;
-    if (sscanf(line.c_str(), "%llx-%llx", &lo, &hi) == 2) s.text.push_back({lo, hi});
+    if (slash == std::string::npos || sscanf(line.c_str(), "%llx-%llx", &lo, &hi) != 2) continue;
+    lines.push_back({{lo, hi}, line.substr(slash)});
+    if (me >= lo && me < hi) mine = line.substr(slash);
   }
+  for (const auto& l : lines)
+    if (!mine.empty() && l.second == mine) s.text.push_back(l.first);
   return s;
 }
 

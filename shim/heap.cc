@@ -24,6 +24,31 @@ bool available(std::string* err) {
   return true;
 }
 
+namespace {
+
+// prof.reset changes the rate for countdowns drawn from now on, but the
+// calling thread's countdown to its next sample was drawn at the boot rate
+// (a mean of 512 KiB) and would leave its first allocations sampled at that
+// rate. Allocating past any plausible remaining countdown (32x the old mean:
+// the chance one is longer is e^-32) with this thread's sampling off makes
+// jemalloc draw the next one at the new rate without sampling anything.
+void redraw_countdown(size_t old_lg) {
+  bool was = false;
+  size_t sz = sizeof was;
+  mallctl("thread.prof.active", &was, &sz, nullptr, 0);
+  set_thread_active(false);
+  const size_t chunk = 64 << 10;
+  for (size_t total = 0; total < (size_t(32) << old_lg); total += chunk) {
+    void* p = malloc(chunk);
+    if (!p) break;
+    __asm__ volatile("" : : "r"(p) : "memory");  // keep the allocation
+    free(p);
+  }
+  set_thread_active(was);
+}
+
+}  // namespace
+
 bool start(unsigned lg_sample, std::string* err) {
   size_t cur = 0, sz = sizeof cur;
   mallctl("prof.lg_sample", &cur, &sz, nullptr, 0);
@@ -33,6 +58,7 @@ bool start(unsigned lg_sample, std::string* err) {
       *err = "jemalloc refused the heap sample rate (prof.reset)";
       return false;
     }
+    redraw_countdown(cur);
   }
   set_active(true);
   return true;

@@ -136,7 +136,7 @@ int open_module_file(const ModInfo& mi, std::string* name) {
   const std::string& p = mi.path;
   if (p.size() > n && p.compare(p.size() - n, n, kDeleted) == 0) {
     char buf[80];
-    std::snprintf(buf, sizeof buf, "/proc/thread-self/map_files/%llx-%llx",
+    std::snprintf(buf, sizeof buf, "/proc/self/map_files/%llx-%llx",
                   static_cast<unsigned long long>(mi.map_start),
                   static_cast<unsigned long long>(mi.map_end));
     *name = p.substr(0, p.size() - n);
