@@ -1,0 +1,158 @@
+"""How the files are written: atomically (a new file renamed over the old
+name: symlinks and hard links at the name are replaced, not written
+through), undisturbed by stale temp files, and a full disk at the stop is a
+reported teardown error that changes nothing else."""
+
+import os
+import subprocess
+
+from common import ERROR_PREFIX, check, files_in
+
+VICTIM_TEXT = b"victim: must never be written by the shim\n"
+
+
+def _victim(ctx, name="victim"):
+    d = ctx.mkdtemp("outside")
+    p = os.path.join(d, name)
+    with open(p, "wb") as f:
+        f.write(VICTIM_TEXT)
+    return p
+
+
+def _check_victim(p, what):
+    with open(p, "rb") as f:
+        data = f.read()
+    check(data == VICTIM_TEXT, "%s: the file at the far end (%s) was overwritten: now %d bytes starting %r" % (
+        what, p, len(data), data[:16]))
+
+
+def _check_profiles(ctx, d, r, name="run"):
+    for kind in ("cpu", "heap"):
+        p = os.path.join(d, "%s.%s.pprof" % (name, kind))
+        check(os.path.lexists(p), "%s not written\n%s" % (p, r.describe()))
+        check(not os.path.islink(p) and os.path.isfile(p), "%s is not a regular file (symlink followed?)" % p)
+        ctx.read(p, r)
+
+
+def test_symlink_at_the_name_is_replaced(ctx):
+    d = ctx.mkdtemp("prof")
+    victims = {}
+    for kind in ("cpu", "heap"):
+        v = _victim(ctx, "victim-" + kind)
+        os.symlink(v, os.path.join(d, "run.%s.pprof" % kind))
+        victims[kind] = v
+    r, _ = ctx.profile(["hello"], dir=d)
+    for kind, v in victims.items():
+        _check_victim(v, "run.%s.pprof was a symlink" % kind)
+    _check_profiles(ctx, d, r)
+
+
+def test_hard_link_at_the_name_is_replaced(ctx):
+    """Writing in place (open O_TRUNC) would clobber the other link; a rename
+    of a complete new file does not."""
+    d = ctx.mkdtemp("prof")
+    victims = {}
+    for kind in ("cpu", "heap"):
+        v = _victim(ctx, "victim-" + kind)
+        target = os.path.join(d, "run.%s.pprof" % kind)
+        try:
+            os.link(v, target)
+        except OSError:
+            # different file systems: put the victim next to it instead
+            os.unlink(v)
+            v = os.path.join(d, "victim-" + kind)
+            with open(v, "wb") as f:
+                f.write(VICTIM_TEXT)
+            os.link(v, target)
+        victims[kind] = v
+    r, _ = ctx.profile(["hello"], dir=d)
+    for kind, v in victims.items():
+        _check_victim(v, "run.%s.pprof was a hard link" % kind)
+    _check_profiles(ctx, d, r)
+
+
+def test_existing_profiles_replaced(ctx):
+    d = ctx.mkdtemp("prof")
+    for kind in ("cpu", "heap"):
+        with open(os.path.join(d, "run.%s.pprof" % kind), "wb") as f:
+            f.write(b"old contents, not a profile\n" * 1000)
+    r, _ = ctx.profile(["hello"], dir=d)
+    _check_profiles(ctx, d, r)
+    check(files_in(d) == ["run.cpu.pprof", "run.heap.pprof"], "PROFILE_DIR holds %s" % files_in(d))
+
+
+def _last_pid():
+    try:
+        with open("/proc/sys/kernel/ns_last_pid") as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return os.getpid()
+
+
+def test_stale_temp_files_do_not_block(ctx):
+    """Junk that looks like the shim's temp files, and symlinks at the temp
+    names the next pids would use, must neither stop the write nor be
+    written through."""
+    d = ctx.mkdtemp("prof")
+    victim = _victim(ctx)
+    junk = []
+    for kind in ("cpu", "heap"):
+        base = "run.%s.pprof" % kind
+        for n in (".%s.tmp" % base, ".%s.tmp.1" % base, ".%s.tmp.XXXXXX" % base, "%s.tmp" % base, ".run"):
+            p = os.path.join(d, n)
+            if not os.path.exists(p):
+                with open(p, "wb") as f:
+                    f.write(b"stale junk\n")
+                junk.append(n)
+        last = _last_pid()
+        pats = [".{b}.tmp.{p}", ".{b}.{p}.tmp", "{b}.tmp.{p}", ".{b}.tmp{p}"]
+        # "<dir>/.<name>.tmp.<pid>.<seq>": what one killed run with the same
+        # pid (pid reuse) leaves behind: its probe, cpu and heap temporaries.
+        pats += [".{b}.tmp.{p}.%d" % seq for seq in range(3)]
+        pats += [".profshim-probe.tmp.{p}.%d" % seq for seq in range(3)]
+        for pid in range(last + 1, last + 48):
+            for pat in pats:
+                n = pat.format(b=base, p=pid)
+                if not os.path.lexists(os.path.join(d, n)):
+                    os.symlink(victim, os.path.join(d, n))
+                    junk.append(n)
+    r, _ = ctx.profile(["hello"], dir=d)
+    check(last < r.pid < last + 48, "the program's pid %d was not among the predicted %d..%d, so the planted "
+          "temp names were not exercised (busy machine?)" % (r.pid, last + 1, last + 47))
+    _check_victim(victim, "symlinks planted at likely temp-file names")
+    _check_profiles(ctx, d, r)
+    left = sorted(set(files_in(d)) - set(junk))
+    check(left == ["run.cpu.pprof", "run.heap.pprof"], "after the run PROFILE_DIR has new entries %s "
+          "(leftover temp files?)" % left)
+
+
+def test_full_disk_at_the_stop(ctx):
+    """The program fills the file system just before exit(5): the profiles
+    cannot be written. The status stays 5, one error line says so, and no
+    partial or temp file is left behind."""
+    mnt = ctx.mkdtemp("tmpfs")
+    p = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k,nr_inodes=1000", "tmpfs", mnt],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    check(p.returncode == 0, "cannot mount a small tmpfs to make a full disk (needs root): %s" %
+          p.stdout.decode(errors="replace"))
+    try:
+        d = os.path.join(mnt, "prof")
+        r, _ = ctx.profile(["exit_code", "5", mnt], dir=d, expect_rc=None)
+        check(r.rc == 5, "exit status must stay the program's 5 when the profiles cannot be written; "
+              "got %s\n%s" % (r.status_text(), r.describe()))
+        check("exit_code: filled" in r.stdout_text, "the workload did not fill the disk\n%s" % r.describe())
+        errors = r.error_lines()
+        check(len(errors) == 1, "want exactly one %r line for the failed write, got %d\n%s" % (
+            ERROR_PREFIX, len(errors), r.describe()))
+        stray = [l for l in r.stderr_lines if not l.startswith("# profshim: ") and l != "exit_code: stderr line"]
+        check(not stray, "unexpected stderr lines: %s" % stray)
+        names = files_in(d)
+        for n in names:
+            if n.endswith(".pprof"):
+                ctx.read(os.path.join(d, n), r)  # a file under the real name must be complete
+        left = [n for n in names if not n.endswith(".pprof")]
+        check(not left, "temp files left behind in PROFILE_DIR on a full disk: %s" % left)
+        for p in r.named_files():
+            check(os.path.isfile(p), "the summary names %s, which was not written\n%s" % (p, r.describe()))
+    finally:
+        subprocess.run(["umount", "-l", mnt], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -1,0 +1,167 @@
+"""Heap profile: unsampled estimates per call site, alloc vs inuse, the
+shim's own allocations, and frees in atexit handlers / static destructors.
+
+Statistics. jemalloc samples on average one allocation per R bytes
+(R = PROFILE_HEAP_SAMPLE): an allocation of s bytes is sampled with
+probability p = 1 - exp(-s/R) and the unsampled estimate counts it as s/p.
+ - A block much larger than R is sampled with p ~ 1: its estimate is exact
+   (site_big's 4 MiB blocks: p = 1 - e^-128 at R = 32 KiB, 1 - e^-8 at the
+   512 KiB default).
+ - A site of B bytes in blocks much smaller than R gets ~B/R samples, and its
+   estimate has relative sd ~ 1/sqrt(B/R). site_small (48 MiB of 64 B) at
+   R = 32 KiB: 1536 samples, sd 2.6%, so +-10% is 3.9 sd; at the 512 KiB
+   default only 96 samples, sd 10%, so there it gets +-40% (3.9 sd).
+ - site_freed (1024 blocks of 64 KiB) at 32 KiB: p = 0.86 per block,
+   sd = sqrt((1-p)/(n p)) = 1.2%.
+The truths come from the workload's stdout, not from this file.
+"""
+
+import os
+
+from common import MiB, check, indent, pct, truths, within
+
+RATE = 32768
+
+
+def _heap_file(d, name="run"):
+    return os.path.join(d, "%s.heap.pprof" % name)
+
+
+def _site_report(prof, sites):
+    rows = []
+    for site in sites:
+        rows.append("  %-20s inuse_space %12d  inuse_objects %9d  alloc_space %12d  alloc_objects %9d" % (
+            site, prof.cum(site, "inuse_space"), prof.cum(site, "inuse_objects"),
+            prof.cum(site, "alloc_space"), prof.cum(site, "alloc_objects")))
+    return "\n".join(rows)
+
+
+def _check_site(ctx, prof, path, site, kind, truth, tol, sites):
+    got = prof.cum(site, kind)
+    check(within(got, truth, tol),
+          "%s %s = %d, truth %d (%s of truth; allowed +-%d%%)\nper site:\n%s\n%s" % (
+              site, kind, got, truth, pct(got, truth), round(tol * 100), _site_report(prof, sites),
+              indent(ctx.top(path, kind))))
+
+
+def _heap_accuracy(ctx, mode):
+    r, d = ctx.profile(["heap_hold", mode], PROFILE_HEAP_SAMPLE=RATE)
+    t = truths(r)
+    path = _heap_file(d)
+    prof = ctx.read(path, r)
+    sites = ["site_big", "site_small", "site_freed"]
+    for site in ("site_big", "site_small"):
+        for kind in ("inuse_space", "inuse_objects", "alloc_space"):
+            _check_site(ctx, prof, path, site, kind, t[site][kind], 0.10, sites)
+    _check_site(ctx, prof, path, "site_freed", "alloc_space", t["site_freed"]["alloc_space"], 0.10, sites)
+    _check_site(ctx, prof, path, "site_freed", "alloc_objects", t["site_freed"]["alloc_objects"], 0.10, sites)
+    freed_inuse = prof.cum("site_freed", "inuse_space")
+    check(freed_inuse <= 0.01 * t["site_freed"]["alloc_space"],
+          "site_freed freed all its 64 MiB before the stop, but its inuse_space is %d\n%s" % (
+              freed_inuse, _site_report(prof, sites)))
+    return r, d, prof, t
+
+
+def test_heap_accuracy_return_from_main(ctx):
+    _heap_accuracy(ctx, "return")
+
+
+def test_heap_accuracy_exit(ctx):
+    _heap_accuracy(ctx, "exit")
+
+
+def test_heap_default_rate(ctx):
+    """At the default 512 KiB: big blocks exact, small blocks within +-40%."""
+    r, d = ctx.profile(["heap_hold"])
+    t = truths(r)
+    path = _heap_file(d)
+    prof = ctx.read(path, r)
+    sites = ["site_big", "site_small", "site_freed"]
+    _check_site(ctx, prof, path, "site_big", "inuse_space", t["site_big"]["inuse_space"], 0.10, sites)
+    _check_site(ctx, prof, path, "site_small", "inuse_space", t["site_small"]["inuse_space"], 0.40, sites)
+    _check_site(ctx, prof, path, "site_freed", "alloc_space", t["site_freed"]["alloc_space"], 0.35, sites)
+
+
+def test_heap_rate_not_power_of_two(ctx):
+    """PROFILE_HEAP_SAMPLE=100000 is accepted and the estimates stay
+    unbiased (the unsampling must use the rate jemalloc really used: between
+    64 KiB and 128 KiB, i.e. 384..768 samples for site_small, sd <= 5.1%)."""
+    r, d = ctx.profile(["heap_hold"], PROFILE_HEAP_SAMPLE=100000)
+    t = truths(r)
+    path = _heap_file(d)
+    prof = ctx.read(path, r)
+    sites = ["site_big", "site_small", "site_freed"]
+    _check_site(ctx, prof, path, "site_big", "inuse_space", t["site_big"]["inuse_space"], 0.10, sites)
+    _check_site(ctx, prof, path, "site_small", "inuse_space", t["site_small"]["inuse_space"], 0.20, sites)
+
+
+def test_heap_has_only_program_allocations(ctx):
+    """The shim's own allocations (setup, and above all writing the
+    profiles) must not appear: everything outside the three sites is the
+    program's small change (stdio buffers), well under 1 MiB."""
+    r, d = ctx.profile(["heap_hold"], PROFILE_HEAP_SAMPLE=RATE)
+    prof = ctx.read(_heap_file(d), r)
+    sites = ("site_big", "site_small", "site_freed")
+    i = prof.index("inuse_space")
+    other = [s for s in prof.samples if not any(f.name in sites for f in s.stack)]
+    other_bytes = sum(s.values[i] for s in other)
+    if other_bytes > MiB:
+        other.sort(key=lambda s: -s.values[i])
+        lines = ["%12d  %s" % (s.values[i], " <- ".join(f.name for f in s.stack[:12])) for s in other[:12]]
+        check(False, "%d bytes in use outside the program's three sites (allowed 1 MiB); largest stacks:\n%s"
+              % (other_bytes, indent("\n".join(lines))))
+
+
+def _held_until_teardown(ctx, argv, site, freed_marker):
+    r, d = ctx.profile(argv)
+    t = truths(r)[site]["inuse_space"]
+    path = _heap_file(d)
+    prof = ctx.read(path, r)
+    got = prof.cum(site, "inuse_space")
+    check(got >= 0.9 * t,
+          "%s: %s holds %d bytes that teardown frees; the heap profile must be taken first, "
+          "but it shows %d (%s)\n%s" % (" ".join(argv), site, t, got, pct(got, t),
+                                       indent(ctx.top(path, "inuse_space"))))
+    check(got <= 1.1 * t, "%s: %s inuse_space %d is more than its %d bytes" % (" ".join(argv), site, got, t))
+    check(freed_marker in r.stdout_text,
+          "the program's own teardown did not run after the profile (no %r on stdout)\n%s" % (
+              freed_marker, r.describe()))
+
+
+def test_atexit_handler_free_after_return(ctx):
+    _held_until_teardown(ctx, ["atexit_free", "return"], "hold_for_atexit", "handler: freed")
+
+
+def test_atexit_handler_free_after_exit(ctx):
+    _held_until_teardown(ctx, ["atexit_free", "exit"], "hold_for_atexit", "handler: freed")
+
+
+def test_at_quick_exit_handler_free(ctx):
+    _held_until_teardown(ctx, ["atexit_free", "quick_exit"], "hold_for_atexit", "handler: freed")
+
+
+def test_static_destructor_free_after_return(ctx):
+    _held_until_teardown(ctx, ["atexit_static", "return"], "wl::hold_for_static_dtor", "destructor: freed")
+
+
+def test_static_destructor_free_after_exit(ctx):
+    _held_until_teardown(ctx, ["atexit_static", "exit"], "wl::hold_for_static_dtor", "destructor: freed")
+
+
+def test_heap_rate_one_samples_every_allocation(ctx):
+    """PROFILE_HEAP_SAMPLE=1 samples every allocation, from the very first
+    one in main: each estimate is exact (scale 1/(1-e^-size) = 1 to within
+    1e-7 for sizes >= 16). A rate that only takes effect after the first
+    sample at the old (default 512 KiB) rate loses the first allocations."""
+    r, d = ctx.profile(["heap_exact"], PROFILE_HEAP_SAMPLE=1)
+    t = truths(r)
+    path = _heap_file(d)
+    prof = ctx.read(path, r)
+    bad = []
+    for site, kinds in t.items():
+        for kind, want in kinds.items():
+            got = prof.cum(site, kind)
+            if abs(got - want) > max(1, 0.001 * want):
+                bad.append("%-13s %-14s %8d, truth %8d" % (site, kind, got, want))
+    check(not bad, "at PROFILE_HEAP_SAMPLE=1 every allocation is sampled and the estimates must be exact; "
+          "wrong:\n%s\nper site:\n%s" % (indent("\n".join(bad)), _site_report(prof, list(t))))
