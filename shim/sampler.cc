@@ -342,7 +342,11 @@ bool running() { return g.enabled.load(std::memory_order_relaxed); }
 bool start(uint32_t hz, std::string* err) {
   if (!map_tables(err) || !load_libunwind(err)) return false;
   g.period_ns = 1000000000ull / hz;
-  u.set_caching_policy(*u.local_as, UNW_CACHE_PER_THREAD);
+  // Not UNW_CACHE_PER_THREAD: that cache is a __thread variable of a
+  // dlopen()ed library, which glibc allocates lazily with malloc inside
+  // __tls_get_addr -- in our signal handler, possibly on a thread stopped
+  // inside malloc. The global cache takes a lock with signals blocked.
+  u.set_caching_policy(*u.local_as, UNW_CACHE_GLOBAL);
   if (pthread_key_create(&g.key, on_thread_exit) != 0) {
     *err = "cannot create a thread key for the CPU timers";
     return false;
