@@ -192,6 +192,7 @@ void setup() {
 }
 
 __attribute__((constructor)) void init() {
+  real::resolve_all();
   // The shim's own setup allocations are not the program's.
   heap::set_thread_active(false);
   setup();

@@ -37,6 +37,11 @@ std::atomic<void*> g_start, g_create, g_pexit, g_exit, g_quick_exit, g__exit, g_
 
 }  // namespace
 
+void resolve_all() {
+  libc_start_main(), pthread_create(), pthread_exit(), exit(), quick_exit(), _exit(), _Exit();
+  sigaction(), signal(), execve(), execvpe(), fexecve(), execveat(), dlclose();
+}
+
 StartMain libc_start_main() { return resolve<StartMain>(g_start, "__libc_start_main"); }
 PthreadCreate pthread_create() { return resolve<PthreadCreate>(g_create, "pthread_create"); }
 PthreadExit pthread_exit() { return resolve<PthreadExit>(g_pexit, "pthread_exit"); }

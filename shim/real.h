@@ -19,6 +19,10 @@ using Execvpe = int (*)(const char*, char* const[], char* const[]);
 using Fexecve = int (*)(int, char* const[], char* const[]);
 using Execveat = int (*)(int, const char*, char* const[], char* const[], int);
 
+// Resolves every original now (the constructor calls it, inert or not): a
+// first dlsym inside a vfork child would write to the parent's memory.
+void resolve_all();
+
 StartMain libc_start_main();
 PthreadCreate pthread_create();
 PthreadExit pthread_exit();
