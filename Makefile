@@ -24,7 +24,7 @@ SHIM_OBJS := $(patsubst shim/%.cc,$(BUILD)/shim/%.o,$(SHIM_SRCS))
 SHIM_LDFLAGS := -shared -Wl,--version-script=shim/exports.map \
                 -Wl,-z,nodelete -Wl,--no-undefined \
                 -static-libstdc++ -Wl,--as-needed
-SHIM_LDLIBS  := -Wl,--whole-archive $(LIBDIR)/libjemalloc_pic.a -Wl,--no-whole-archive \
+SHIM_LDLIBS  := -Wl,--whole-archive $(BUILD)/jemalloc_pic.a -Wl,--no-whole-archive \
                 -lgcc_s -lz -ldl -lpthread -lm
 
 .PHONY: all deps test unit integration demo bench bench-smoke clean install
@@ -42,7 +42,14 @@ $(BUILD)/shim/%.o: shim/%.cc $(wildcard shim/*.h) | $(BUILD)/.deps-ok
 	@mkdir -p $(dir $@)
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
 
-$(LIB): $(SHIM_OBJS) shim/exports.map
+# Debian's archive with its code moved into one named section, so the shim
+# knows the allocator's address range exactly (__start_/__stop_profshim_alloc)
+# and cuts heap stacks at the allocation call (docs/DESIGN.md).
+$(BUILD)/jemalloc_pic.a: $(LIBDIR)/libjemalloc_pic.a | $(BUILD)/.deps-ok
+	objcopy --rename-section .text=profshim_alloc --rename-section .text.unlikely=profshim_alloc \
+	        --rename-section .text.startup=profshim_alloc $< $@
+
+$(LIB): $(SHIM_OBJS) shim/exports.map $(BUILD)/jemalloc_pic.a
 	$(CXX) $(CXXFLAGS) $(SHIM_LDFLAGS) -o $@ $(SHIM_OBJS) $(SHIM_LDLIBS)
 	@scripts/check-exports $@
 

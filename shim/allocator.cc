@@ -10,15 +10,19 @@
 #include <unistd.h>
 #include <malloc.h>
 
-#define EXPORT extern "C" __attribute__((visibility("default")))
+#include "wrappers.h"
+
+#define EXPORT extern "C" __attribute__((visibility("default"))) PROFSHIM_ALLOC
 
 // jemalloc reads these before any constructor of ours runs (at its first
 // malloc). conf_2_conf_harder is applied after MALLOC_CONF, so a program's
 // MALLOC_CONF=prof:false, meant for another jemalloc, cannot switch our heap
-// profile off. Sampling starts active so that allocations made before our
-// constructor are seen; the constructor turns it off when inert.
+// profile off. Sampling starts inactive: what is allocated before our
+// constructor is the loader's, other libraries' and the shim's own static
+// initialisers' (its libstdc++'s emergency pool), not the program's; setup
+// switches it on. The program's own static initialisers run after it.
 extern "C" {
-__attribute__((visibility("hidden"))) const char* malloc_conf = "prof_active:true,lg_prof_sample:19";
+__attribute__((visibility("hidden"))) const char* malloc_conf = "prof_active:false,lg_prof_sample:19";
 __attribute__((visibility("hidden"))) const char* malloc_conf_2_conf_harder =
     "prof:true,prof_accum:true,prof_final:false,prof_leak:false,prof_gdump:false,lg_prof_interval:-1";
 }

@@ -32,13 +32,14 @@ struct Range { uint64_t lo, hi; };
 // must not show in the program's profiles.
 struct Self {
   std::vector<Range> text;
-  Range wrap;
+  Range wrap, alloc;
   bool in_text(uint64_t pc) const {
     for (const auto& r : text)
       if (pc >= r.lo && pc < r.hi) return true;
     return false;
   }
   bool in_wrap(uint64_t pc) const { return pc >= wrap.lo && pc < wrap.hi; }
+  bool in_alloc(uint64_t pc) const { return pc >= alloc.lo && pc < alloc.hi; }
 };
 
 struct RawSample {
@@ -63,6 +64,7 @@ std::string read_all(const char* path) {
 Self self_ranges(const std::string& maps) {
   Self s;
   s.wrap = {wrappers::begin(), wrappers::end()};
+  s.alloc = {wrappers::alloc_begin(), wrappers::alloc_end()};
   uint64_t me = reinterpret_cast<uint64_t>(&run);
   std::vector<std::pair<Range, std::string>> lines;
   std::string mine;
@@ -99,7 +101,10 @@ void collect_heap(const heap_dump::Dump& d, const Self& self, std::vector<RawSam
   for (const auto& rec : d.records) {
     RawSample r;
     size_t i = 0;
-    while (i < rec.pcs.size() && self.in_text(rec.pcs[i] - 1)) ++i;  // the allocator
+    while (i < rec.pcs.size() && self.in_alloc(rec.pcs[i] - 1)) ++i;  // the allocator
+    // Called from the shim's own code (its libstdc++'s static initialisers,
+    // say): the shim's allocation, not the program's.
+    if (i < rec.pcs.size() && self.in_text(rec.pcs[i] - 1) && !self.in_wrap(rec.pcs[i] - 1)) continue;
     for (; i < rec.pcs.size(); ++i)
       if (!self.in_wrap(rec.pcs[i] - 1)) r.addrs.push_back(rec.pcs[i] - 1);
     r.values = {int64_t(rec.alloc_objects + 0.5), int64_t(rec.alloc_space + 0.5),

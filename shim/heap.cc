@@ -33,10 +33,7 @@ namespace {
 // the chance one is longer is e^-32) with this thread's sampling off makes
 // jemalloc draw the next one at the new rate without sampling anything.
 void redraw_countdown(size_t old_lg) {
-  bool was = false;
-  size_t sz = sizeof was;
-  mallctl("thread.prof.active", &was, &sz, nullptr, 0);
-  set_thread_active(false);
+  bool was = swap_thread_active(false);
   const size_t chunk = 64 << 10;
   for (size_t total = 0; total < (size_t(32) << old_lg); total += chunk) {
     void* p = malloc(chunk);
@@ -66,7 +63,14 @@ bool start(unsigned lg_sample, std::string* err) {
 
 void set_active(bool on) { mallctl("prof.active", nullptr, nullptr, &on, sizeof on); }
 
-void set_thread_active(bool on) { mallctl("thread.prof.active", nullptr, nullptr, &on, sizeof on); }
+void set_thread_active(bool on) { swap_thread_active(on); }
+
+bool swap_thread_active(bool on) {
+  bool was = false;
+  size_t sz = sizeof was;
+  mallctl("thread.prof.active", &was, &sz, &on, sizeof on);
+  return was;
+}
 
 void use_private_arena() {
   unsigned idx = 0;

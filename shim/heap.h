@@ -18,6 +18,8 @@ bool start(unsigned lg_sample, std::string* err);
 void set_active(bool on);
 // thread.prof.active: whether the calling thread's allocations are sampled.
 void set_thread_active(bool on);
+// The same, returning what it was (to put it back).
+bool swap_thread_active(bool on);
 // Moves the calling thread's allocations to an arena of its own.
 void use_private_arena();
 // jemalloc's heap_v2 dump of the live and cumulative samples, as text.

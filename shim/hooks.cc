@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "heap.h"
 #include "lifecycle.h"
 #include "real.h"
 #include "sampler.h"
@@ -90,9 +91,14 @@ bool runnable(int dirfd, const char* path) {
 extern "C" char __start_profshim_wrap[] __attribute__((weak, visibility("hidden")));
 extern "C" char __stop_profshim_wrap[] __attribute__((weak, visibility("hidden")));
 
+extern "C" char __start_profshim_alloc[] __attribute__((weak, visibility("hidden")));
+extern "C" char __stop_profshim_alloc[] __attribute__((weak, visibility("hidden")));
+
 namespace wrappers {
 uint64_t begin() { return uint64_t(__start_profshim_wrap); }
 uint64_t end() { return uint64_t(__stop_profshim_wrap); }
+uint64_t alloc_begin() { return uint64_t(__start_profshim_alloc); }
+uint64_t alloc_end() { return uint64_t(__stop_profshim_alloc); }
 }  // namespace wrappers
 
 // --- process start and stop -------------------------------------------------
@@ -191,7 +197,9 @@ EXPORT int execle(const char* path, const char* arg, ...) noexcept {
 
 EXPORT int pthread_create(pthread_t* t, const pthread_attr_t* attr, void* (*fn)(void*), void* arg) {
   if (!lifecycle::active()) return real::pthread_create()(t, attr, fn, arg);
+  bool was = heap::swap_thread_active(false);  // the shim's block, not the program's
   Start* s = static_cast<Start*>(malloc(sizeof(Start)));
+  heap::set_thread_active(was);
   if (!s) return real::pthread_create()(t, attr, fn, arg);
   *s = {fn, arg};
   lifecycle::thread_creating();

@@ -30,13 +30,18 @@ namespace {
 
 enum State : int { kInert, kRunning, kStopping, kDone };
 
-// Set in an exec'd image's environment by a non-root image, so that the
-// descendant names its files as a non-root image too (docs/CONFIG.md).
-const char kDescendant[] = "PROFSHIM_DESCENDANT";
+// "ROOTPID:PID:GEN" in the environment of every profiled image: the root
+// process's pid, the pid of the image that set it, and how many execs that
+// pid has made. A descendant the shim never saw start (posix_spawn, vfork,
+// system) knows from it that it is not the root; an exec'd image of the same
+// pid knows its generation, so no two images name the same files.
+const char kImageVar[] = "PROFSHIM_IMAGE";
 
 std::atomic<int> g_state{kInert};
 std::atomic<int> g_pid{0};       // the pid this image profiles as
 std::atomic<bool> g_root{true};  // the root process (its final image writes NAME.*)
+std::atomic<int> g_root_pid{0};
+std::atomic<int> g_gen{0};       // execs this pid has made under the shim
 std::atomic<bool> g_main_exited{false};
 std::atomic<long> g_threads{0};  // threads started through the shim, alive
 pthread_key_t g_thread_key;
@@ -77,10 +82,35 @@ std::string program_name() {
   return config::slug(base ? base + 1 : buf);
 }
 
-// "<name>" for the root's final image, "<name>.<prog>.<pid>" for any other.
+// "<name>" for the root's final image, "<name>.<prog>.<pid>" for any other,
+// with ".<gen>" after an exec of the same pid.
 std::string stem(bool root) {
   if (root) return cfg().name;
-  return cfg().name + "." + program_name() + "." + std::to_string(g_pid.load());
+  std::string s = cfg().name + "." + program_name() + "." + std::to_string(g_pid.load());
+  if (int gen = g_gen.load()) s += "." + std::to_string(gen);
+  return s;
+}
+
+std::string image_value(int gen) {
+  return std::to_string(g_root_pid.load()) + ":" + std::to_string(g_pid.load()) + ":" +
+         std::to_string(gen);
+}
+
+void read_identity() {
+  int root = 0, pid = 0, gen = 0;
+  const char* v = getenv(kImageVar);
+  pid_t me = g_pid.load();
+  if (v && sscanf(v, "%d:%d:%d", &root, &pid, &gen) == 3 && root > 0) {
+    bool same_pid = pid == me;  // an image after an exec of ours
+    g_root_pid.store(root);
+    g_gen.store(same_pid ? gen : 0);
+    g_root.store(same_pid && root == me);
+  } else {
+    g_root_pid.store(me);
+    g_gen.store(0);
+    g_root.store(true);
+  }
+  setenv(kImageVar, image_value(g_gen.load()).c_str(), 1);
 }
 
 void* stop_thread(void*) {
@@ -131,6 +161,7 @@ void after_fork_in_child() {
   }
   g_pid.store(raw_getpid());
   g_root.store(false);
+  g_gen.store(0);
   g_threads.store(0);
   begin_image();
   if (cfg().cpu_hz) sampler::reset_after_fork();
@@ -160,10 +191,7 @@ void setup() {
   }
   sys::stderr_init();
   g_pid.store(raw_getpid());
-  if (getenv(kDescendant)) {
-    g_root.store(false);
-    unsetenv(kDescendant);  // the program sees the environment it was given
-  }
+  read_identity();
   ctx().cfg = &cfg();
   begin_image();
   snprintf(g_timeout_msg, sizeof g_timeout_msg,
@@ -261,15 +289,18 @@ char* const* before_exec(char* const envp[]) {
   if (cfg().cpu_hz) signals::discard_pending_sampling_signal();
   request_and_wait("exec");
   if (cfg().cpu_hz) signals::discard_pending_sampling_signal();
-  if (g_root.load() || !successor) return envp;
+  if (!successor) return envp;
+  // The new image is this pid's next generation.
+  static char var[96];
+  snprintf(var, sizeof var, "%s=%s", kImageVar, image_value(g_gen.load() + 1).c_str());
   size_t n = 0;
   while (envp && envp[n]) ++n;
   g_exec_env = static_cast<char**>(calloc(n + 2, sizeof(char*)));
   if (!g_exec_env) return envp;
-  size_t j = 0;
+  size_t j = 0, len = strlen(kImageVar);
   for (size_t i = 0; i < n; ++i)
-    if (strncmp(envp[i], "PROFSHIM_DESCENDANT=", 20) != 0) g_exec_env[j++] = envp[i];
-  g_exec_env[j++] = const_cast<char*>("PROFSHIM_DESCENDANT=1");
+    if (strncmp(envp[i], kImageVar, len) != 0 || envp[i][len] != '=') g_exec_env[j++] = envp[i];
+  g_exec_env[j++] = var;
   return g_exec_env;
 }
 

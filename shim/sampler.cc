@@ -285,6 +285,18 @@ void on_thread_exit(void* p) {
   if (disarm(s)) release(s);
 }
 
+// A thread's name as the kernel has it; not signal-safe.
+void record_comm(int32_t tid) {
+  char path[64], name[32] = {0};
+  snprintf(path, sizeof path, "/proc/self/task/%d/comm", tid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  ssize_t r = read(fd, name, sizeof name - 1);
+  close(fd);
+  if (r > 0 && name[r - 1] == '\n') name[r - 1] = 0;
+  if (r > 0) record_name(tid, name);
+}
+
 bool has_slot(int32_t tid) {
   for (uint32_t i = 0; i < kMaxSlots; ++i)
     if (g.slots[i].tid.load(std::memory_order_acquire) == tid) return true;
@@ -296,7 +308,9 @@ void arm_existing_threads() {
   if (!d) return;
   while (struct dirent* e = readdir(d)) {
     int tid = atoi(e->d_name);
-    if (tid > 0 && !has_slot(tid)) arm(tid);
+    // No exit destructor runs for a thread we did not start: its name now,
+    // in case it ends before the stop (the stop reads it again if not).
+    if (tid > 0 && !has_slot(tid) && arm(tid)) record_comm(tid);
   }
   closedir(d);
 }
@@ -403,16 +417,7 @@ void stop() {
   for (uint32_t i = 0; i < kMaxSlots; ++i) {
     Slot& s = g.slots[i];
     int32_t tid = s.tid.load();
-    if (!disarm(&s)) continue;
-    char path[64], name[32] = {0};
-    snprintf(path, sizeof path, "/proc/self/task/%d/comm", tid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-      ssize_t r = read(fd, name, sizeof name - 1);
-      close(fd);
-      if (r > 0 && name[r - 1] == '\n') name[r - 1] = 0;
-      record_name(tid, name);
-    }
+    if (disarm(&s)) record_comm(tid);
   }
   for (int i = 0; i < 1000 && g.in_flight.load() > 0; ++i) {
     struct timespec ts = {0, 100000};

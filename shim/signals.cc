@@ -10,6 +10,13 @@
 
 #include "lifecycle.h"
 #include "real.h"
+#include "sampler.h"
+
+// The kernel's flag that glibc sets on every installation (asm/signal.h;
+// glibc's <signal.h> does not expose it).
+#ifndef SA_RESTORER
+#define SA_RESTORER 0x04000000
+#endif
 
 namespace signals {
 namespace {
@@ -23,9 +30,12 @@ struct State {
   std::atomic<int> mode[NSIG];
   struct sigaction view[NSIG];  // what the program would see without the shim
   std::atomic<bool> lock;
-  int sampling = -1;
+  int sampling;  // 0: none (signal 0 is never a real one)
   std::atomic<bool> sampling_taken;
 };
+// Zero-initialised, with no dynamic initialiser: our constructor may run
+// before this file's C++ initialisers would (scripts/check-exports fails
+// the build if any shim object has one).
 State g;
 
 struct Lock {
@@ -68,6 +78,31 @@ bool is_default(const struct sigaction* a) {
   return !(a->sa_flags & SA_SIGINFO) && a->sa_handler == SIG_DFL;
 }
 
+// What a query would have returned had the program's act been installed:
+// glibc adds SA_RESTORER and its restorer to every installation, so take
+// those from what is installed now (ours, installed through glibc too).
+struct sigaction as_installed(int sig, const struct sigaction* act) {
+  struct sigaction k, v = *act;
+  if (real::sigaction()(sig, nullptr, &k) == 0 && (k.sa_flags & SA_RESTORER)) {
+    v.sa_flags |= SA_RESTORER;
+    v.sa_restorer = k.sa_restorer;
+  }
+  return v;
+}
+
+// The program takes the sampler's signal for itself: no further sample
+// signal may reach its handler, so the timers go first and what is pending
+// is discarded; the CPU profile keeps what it has (the summary says so).
+int hand_over_sampling_signal(int sig, const struct sigaction* act) {
+  sampler::stop();
+  struct sigaction ign;
+  memset(&ign, 0, sizeof ign);
+  ign.sa_handler = SIG_IGN;
+  real::sigaction()(sig, &ign, nullptr);
+  g.sampling_taken.store(true);
+  return real::sigaction()(sig, act, nullptr);
+}
+
 }  // namespace
 
 void install(int sampling_signal) {
@@ -78,7 +113,7 @@ void install(int sampling_signal) {
     if (install_ours(sig) == 0) g.mode[sig].store(kOurs);
   }
   if (sampling_signal > 0) {
-    g.sampling = sampling_signal;
+    g.sampling = sampling_signal;  // stays 0 when there is no sampler
     memset(&g.view[sampling_signal], 0, sizeof(struct sigaction));
     g.view[sampling_signal].sa_handler = SIG_DFL;
     g.mode[sampling_signal].store(kOurs);
@@ -91,17 +126,21 @@ int on_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
   Lock lock;
   struct sigaction before = g.view[sig];
   if (act) {
-    if (sig == g.sampling && (is_default(act) || act->sa_handler == SIG_IGN)) {
+    bool keep_sampling = sig == g.sampling && g.mode[sig].load() == kOurs &&
+                         (is_default(act) || act->sa_handler == SIG_IGN);
+    if (keep_sampling) {
       // The sampler keeps its handler; the program's wish is only recorded.
     } else if (sig != g.sampling && is_default(act)) {
       if (install_ours(sig) != 0) return -1;
       g.mode[sig].store(kOurs);
+    } else if (sig == g.sampling && g.mode[sig].load() == kOurs) {
+      if (hand_over_sampling_signal(sig, act) != 0) return -1;
+      g.mode[sig].store(kApp);
     } else {
       if (real::sigaction()(sig, act, nullptr) != 0) return -1;
       g.mode[sig].store(kApp);
-      if (sig == g.sampling) g.sampling_taken.store(true);
     }
-    g.view[sig] = *act;
+    g.view[sig] = as_installed(sig, act);
   }
   if (old) *old = before;
   return 0;

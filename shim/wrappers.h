@@ -1,12 +1,18 @@
-// wrappers: the address range of the shim's frames that stand between the
-// program's own frames (the wrapper around main, the thread-start
-// trampoline). Functions placed in this section never show in a profile.
+// wrappers: address ranges the stop needs to clean stacks: the shim's frames
+// that stand between the program's own frames (the wrapper around main, the
+// thread-start trampoline), which never show in a profile, and the
+// allocator, where every heap stack is cut at the allocation call.
 #pragma once
 #include <stdint.h>
 
 #define PROFSHIM_WRAPPER __attribute__((section("profshim_wrap"), noinline, used))
+// The allocator: jemalloc's code (moved into this section at build time) and
+// the shim's own malloc-family functions.
+#define PROFSHIM_ALLOC __attribute__((section("profshim_alloc"), noinline, used))
 
 namespace wrappers {
 uint64_t begin();
 uint64_t end();
+uint64_t alloc_begin();
+uint64_t alloc_end();
 }  // namespace wrappers
