@@ -11,7 +11,7 @@
 //    takes no lock. When the table is full it drops the sample and counts it.
 //  - start() and thread_begin() may run concurrently with handlers.
 //  - stop() disables the handler, deletes every timer and then waits (bounded)
-//    for handlers in flight; only after stop() may for_each() read the table.
+//    for handlers in flight; only after stop() are for_each()'s counts final.
 #pragma once
 #include <signal.h>
 #include <stdint.h>
@@ -45,6 +45,9 @@ struct Stack {
   uint64_t count;
   uint64_t nanos;       // CPU time these samples stand for
 };
+// Calls fn for every published stack. Safe while sampling goes on (unload.cc
+// reads the table at a dlclose): once published, an entry's thread, depth
+// and pcs never change; only its count and nanos grow, until stop().
 void for_each(void (*fn)(const Stack&, void*), void* arg);
 
 struct Stats {

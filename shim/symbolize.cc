@@ -6,9 +6,11 @@
 
 #include <dlfcn.h>
 #include <elf.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +21,7 @@
 
 #include "procmaps.h"
 #include "symbolize_internal.h"
+#include "unload.h"
 
 namespace symbolize {
 namespace internal {
@@ -76,32 +79,51 @@ std::string build_id_in_notes(const char* p, uint64_t size, uint64_t align) {
   return "";
 }
 
+// Copies [addr, addr + n) of this process's memory into buf. Through
+// process_vm_readv, which fails with EFAULT rather than faulting when another
+// thread has unmapped the range since the maps text was read (a dlclose
+// racing the stop); a plain copy only where the kernel refuses the call.
+bool read_memory(const std::vector<procmaps::Line>& lines, uint64_t addr, void* buf, size_t n) {
+  if (!procmaps::readable(lines, addr, n)) return false;
+  struct iovec local = {buf, n}, remote = {reinterpret_cast<void*>(addr), n};
+  ssize_t r = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+  if (r == static_cast<ssize_t>(n)) return true;
+  if (r < 0 && (errno == ENOSYS || errno == EPERM)) {
+    std::memcpy(buf, reinterpret_cast<const void*>(addr), n);
+    return true;
+  }
+  return false;
+}
+
 // The NT_GNU_BUILD_ID of the ELF image whose file offset 0 is mapped at head.
 // Read from memory rather than from the file: what is mapped is what ran,
 // even when the file on disk has been replaced or deleted since.
 std::string build_id_from_memory(const std::vector<procmaps::Line>& lines,
                                  const procmaps::Line& head) {
   if (!head.readable() || head.offset != 0 || head.end - head.start < sizeof(Elf64_Ehdr)) return "";
-  const auto* eh = reinterpret_cast<const Elf64_Ehdr*>(head.start);
-  if (std::memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-      eh->e_phentsize != sizeof(Elf64_Phdr) ||
-      eh->e_phoff + uint64_t{eh->e_phnum} * sizeof(Elf64_Phdr) > head.end - head.start)
+  Elf64_Ehdr eh;
+  if (!read_memory(lines, head.start, &eh, sizeof eh)) return "";
+  if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+      eh.e_phentsize != sizeof(Elf64_Phdr) ||
+      eh.e_phoff + uint64_t{eh.e_phnum} * sizeof(Elf64_Phdr) > head.end - head.start)
     return "";
-  const auto* ph = reinterpret_cast<const Elf64_Phdr*>(head.start + eh->e_phoff);
+  std::vector<Elf64_Phdr> ph(eh.e_phnum);
+  if (ph.empty() || !read_memory(lines, head.start + eh.e_phoff, ph.data(), ph.size() * sizeof ph[0]))
+    return "";
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   uint64_t bias = 0;
   bool have_load = false;
-  for (int i = 0; i < eh->e_phnum && !have_load; ++i)
-    if (ph[i].p_type == PT_LOAD) {  // the loader maps it at the page holding p_vaddr
-      bias = head.start - (ph[i].p_vaddr & ~(page - 1));
+  for (const auto& p : ph)
+    if (p.p_type == PT_LOAD) {  // the loader maps it at the page holding p_vaddr
+      bias = head.start - (p.p_vaddr & ~(page - 1));
       have_load = true;
+      break;
     }
-  for (int i = 0; i < eh->e_phnum && have_load; ++i) {
-    if (ph[i].p_type != PT_NOTE) continue;
-    uint64_t a = bias + ph[i].p_vaddr;
-    if (!procmaps::readable(lines, a, ph[i].p_filesz)) continue;
-    std::string id = build_id_in_notes(reinterpret_cast<const char*>(a), ph[i].p_filesz,
-                                       ph[i].p_align == 8 ? 8 : 4);
+  for (const auto& p : ph) {
+    if (!have_load || p.p_type != PT_NOTE || p.p_filesz > (1u << 16)) continue;
+    std::vector<char> notes(p.p_filesz);
+    if (notes.empty() || !read_memory(lines, bias + p.p_vaddr, notes.data(), notes.size())) continue;
+    std::string id = build_id_in_notes(notes.data(), notes.size(), p.p_align == 8 ? 8 : 4);
     if (!id.empty()) return id;
   }
   return "";
@@ -259,11 +281,25 @@ struct Session::Impl {
   Dwfl* dwfl = nullptr;
   internal::Names names;
   std::unordered_map<uint64_t, Result> cache;
+  // Code unloaded before the stop (unload.h): the records of this image,
+  // oldest first; for each, where its mappings went in `mappings` (-1: it
+  // overlaps one already there); the recorded addresses, first record wins.
+  struct Gone {
+    size_t rec;
+    size_t index;  // into the record's addrs / results
+  };
+  std::vector<const unload::Record*> records;
+  std::vector<std::vector<int>> remap;
+  std::unordered_map<uint64_t, Gone> gone;
+  std::vector<ExecRange> gone_exec;  // the gone mappings that were added, sorted
 
   void find_modules();
   void build_mappings();
+  void add_unloaded();
+  int place(const pprof::Mapping& m);
   void open_dwfl();
   int mapping_of(uint64_t pc) const;
+  bool mapped_by_same_file(int live, const pprof::Mapping& was) const;
   Result resolve(uint64_t pc);
   void note_found(const Result& r);
 };
@@ -330,6 +366,42 @@ void Session::Impl::build_mappings() {
   std::sort(exec.begin(), exec.end(), [](const ExecRange& a, const ExecRange& b) { return a.start < b.start; });
 }
 
+// A gone library's mapping: appended if it overlaps none already there; the
+// same mapping again (a library loaded and unloaded twice at one place) is
+// the one already there; one that overlaps another is left out (-1).
+int Session::Impl::place(const pprof::Mapping& m) {
+  bool overlaps = false;
+  for (size_t i = 0; i < mappings.size(); ++i) {
+    const pprof::Mapping& x = mappings[i];
+    if (x.start == m.start && x.limit == m.limit && x.offset == m.offset && x.file == m.file &&
+        x.build_id == m.build_id)
+      return static_cast<int>(i);
+    if (m.start < x.limit && x.start < m.limit) overlaps = true;
+  }
+  if (overlaps) return -1;
+  pprof::Mapping copy = m;
+  copy.has_functions = copy.has_filenames = copy.has_line_numbers = copy.has_inline_frames = false;
+  mappings.push_back(std::move(copy));
+  const int id = static_cast<int>(mappings.size()) - 1;
+  gone_exec.push_back({m.start, m.limit, id});
+  return id;
+}
+
+void Session::Impl::add_unloaded() {
+  const int pid = static_cast<int>(getpid());
+  for (const unload::Record* r = unload::records(); r; r = r->next)
+    if (r->pid == pid) records.push_back(r);  // a fork child's parent's are not its own
+  std::reverse(records.begin(), records.end());
+  remap.resize(records.size());
+  for (size_t i = 0; i < records.size(); ++i) {
+    for (const auto& m : records[i]->mappings) remap[i].push_back(place(m));
+    for (size_t j = 0; j < records[i]->addrs.size() && j < records[i]->results.size(); ++j)
+      gone.emplace(records[i]->addrs[j], Gone{i, j});
+  }
+  std::sort(gone_exec.begin(), gone_exec.end(),
+            [](const ExecRange& a, const ExecRange& b) { return a.start < b.start; });
+}
+
 // Without libdw the session still describes mappings; lookups then give
 // each address its mapping and no frames.
 void Session::Impl::open_dwfl() {
@@ -359,10 +431,38 @@ int Session::Impl::mapping_of(uint64_t pc) const {
   return pc < it->end ? it->mapping : -1;
 }
 
+// Whether the live mapping `live` is of the file that `was` (a gone
+// library's mapping) was: then the library is back, and the live lookup
+// names its code.
+bool Session::Impl::mapped_by_same_file(int live, const pprof::Mapping& was) const {
+  return live >= 0 && mappings[live].file == was.file && mappings[live].build_id == was.build_id;
+}
+
 Result Session::Impl::resolve(uint64_t pc) {
   Result r;
   r.mapping = mapping_of(pc);
-  if (r.mapping < 0 || !dwfl) return r;
+  auto g = gone.find(pc);
+  if (g != gone.end()) {
+    const unload::Record& rec = *records[g->second.rec];
+    const Result& then = rec.results[g->second.index];
+    const bool back = then.mapping >= 0 && static_cast<size_t>(then.mapping) < rec.mappings.size() &&
+                      mapped_by_same_file(r.mapping, rec.mappings[then.mapping]);
+    if (!back) {
+      r = then;
+      r.mapping = then.mapping >= 0 && static_cast<size_t>(then.mapping) < remap[g->second.rec].size()
+                      ? remap[g->second.rec][then.mapping]
+                      : -1;
+      if (r.mapping >= 0) note_found(r);
+      return r;
+    }
+  }
+  if (r.mapping < 0) {  // in a gone library's mapping, perhaps: no frames, never a guess
+    auto it = std::upper_bound(gone_exec.begin(), gone_exec.end(), pc,
+                               [](uint64_t v, const ExecRange& e) { return v < e.start; });
+    if (it != gone_exec.begin() && pc < (--it)->end) r.mapping = it->mapping;
+    return r;
+  }
+  if (!dwfl) return r;
   Dwfl_Module* mod = dw().dwfl_addrmodule(dwfl, pc);
   void** userdata = nullptr;
   if (mod) dw().dwfl_module_info(mod, &userdata, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
@@ -384,10 +484,11 @@ void Session::Impl::note_found(const Result& r) {
   }
 }
 
-Session::Session(const std::string& maps_text) : impl_(new Impl) {
+Session::Session(const std::string& maps_text, bool with_unloaded) : impl_(new Impl) {
   impl_->lines = procmaps::parse(maps_text);
   impl_->find_modules();
   impl_->build_mappings();
+  if (with_unloaded) impl_->add_unloaded();
   impl_->open_dwfl();
 }
 

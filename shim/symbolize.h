@@ -25,7 +25,13 @@ struct Result {
 class Session {
  public:
   // maps_text: /proc/self/maps as read at the stop (before anything unloads).
-  explicit Session(const std::string& maps_text);
+  // with_unloaded: also answer for code the program dlclose()d before
+  // (unload.h): an address recorded at a dlclose, and no longer mapped by the
+  // library that recorded it, gets the frames found then and that library's
+  // mapping (appended to mappings() unless it overlaps one already there);
+  // an address that is mapped by nothing now but lies in a gone library's
+  // mapping gets that mapping and no frames.
+  explicit Session(const std::string& maps_text, bool with_unloaded = true);
   ~Session();
   // addrs are already adjusted to lie inside the instruction (return
   // addresses minus one). out gets one Result per address, same order.

@@ -1,8 +1,316 @@
-// unload: see unload.h. Filled in by the symbolization work (issue 4).
+// unload: see unload.h.
 #include "unload.h"
 
-namespace unload {
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
-void before_dlclose(void*) {}
+#include <algorithm>
+#include <atomic>
+#include <string>
+#include <unordered_set>
+#include <utility>
+
+#include "heap.h"
+#include "procmaps.h"
+#include "sampler.h"
+
+// sampler.o and heap.o are not linked into the unit tests (the Makefile's
+// CORE_OBJS), which link this file: referenced weakly, they are null there
+// and everything here that needs them is skipped.
+namespace sampler {
+void for_each(void (*fn)(const Stack&, void*), void* arg) __attribute__((weak));
+}
+namespace heap {
+void set_thread_active(bool on) __attribute__((weak));
+bool swap_thread_active(bool on) __attribute__((weak));
+}
+
+namespace unload {
+namespace {
+
+// More records than this (a plugin reloaded at ever new addresses) are not
+// kept: each holds a few mappings and the frames of its sampled addresses.
+constexpr int kMaxRecords = 1024;
+
+std::atomic<const Record*> g_head{nullptr};
+std::atomic<int> g_records{0};
+// How many objects dl_iterate_phdr reported when the shim's constructors ran:
+// the program, its dependencies, the preloads. glibc never unloads these.
+int g_initial = 0;
+thread_local bool t_busy = false;
+using CreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
+CreateFn g_create = nullptr;  // libc's pthread_create
+constexpr size_t kHelperStack = size_t(4) << 20;
+
+struct Obj {
+  uint64_t lo = ~0ull, hi = 0;  // the span of its PT_LOAD segments, page-aligned
+  uint64_t probe = 0;           // an address in its first PT_LOAD, for dladdr1
+  std::vector<std::pair<uint64_t, uint64_t>> exec;  // [lo, hi) of PF_X segments
+  std::string build_id;         // hex, from its PT_NOTE in memory
+};
+
+std::string hex(const unsigned char* p, size_t n) {
+  static const char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < n; ++i) {
+    out += kDigits[p[i] >> 4];
+    out += kDigits[p[i] & 15];
+  }
+  return out;
+}
+
+// The NT_GNU_BUILD_ID in a PT_NOTE segment of a loaded object (mapped: the
+// loader's list lock is held while we look).
+std::string build_id_in(const char* p, uint64_t size, uint64_t align) {
+  auto padded = [align](uint64_t n) { return (n + align - 1) & ~(align - 1); };
+  while (size >= sizeof(ElfW(Nhdr))) {
+    ElfW(Nhdr) nh;
+    memcpy(&nh, p, sizeof nh);
+    const uint64_t name_len = padded(nh.n_namesz), desc_len = padded(nh.n_descsz);
+    if (name_len + desc_len > size - sizeof nh) break;
+    const char* name = p + sizeof nh;
+    if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && memcmp(name, "GNU", 4) == 0)
+      return hex(reinterpret_cast<const unsigned char*>(name + name_len), nh.n_descsz);
+    p += sizeof nh + name_len + desc_len;
+    size -= sizeof nh + name_len + desc_len;
+  }
+  return "";
+}
+
+int count_objects(struct dl_phdr_info*, size_t, void* arg) {
+  ++*static_cast<int*>(arg);
+  return 0;
+}
+
+// Only copies (no dl* call here: dl_iterate_phdr holds the loader's list lock).
+int collect_objects(struct dl_phdr_info* info, size_t, void* arg) {
+  auto* out = static_cast<std::vector<Obj>*>(arg);
+  static const uint64_t page = uint64_t(sysconf(_SC_PAGESIZE));
+  Obj o;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD || ph.p_memsz == 0) continue;
+    uint64_t lo = info->dlpi_addr + ph.p_vaddr, hi = lo + ph.p_memsz;
+    if (!o.probe) o.probe = lo;
+    o.lo = std::min(o.lo, lo & ~(page - 1));
+    o.hi = std::max(o.hi, (hi + page - 1) & ~(page - 1));
+    if (ph.p_flags & PF_X) o.exec.emplace_back(lo, hi);
+  }
+  for (int i = 0; i < info->dlpi_phnum && o.build_id.empty(); ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type == PT_NOTE)
+      o.build_id = build_id_in(reinterpret_cast<const char*>(info->dlpi_addr + ph.p_vaddr), ph.p_filesz,
+                               ph.p_align == 8 ? 8 : 4);
+  }
+  out->push_back(std::move(o));
+  return 0;
+}
+
+// Resolved here, once, rather than at a dlclose: dlsym there could change
+// what the program's next dlerror() returns.
+__attribute__((constructor)) void count_initial_objects() {
+  const char* dir = getenv("PROFILE_DIR");
+  if (!dir || !*dir) return;  // inert: nothing to remember
+  int n = 0;
+  dl_iterate_phdr(count_objects, &n);
+  g_initial = n;
+  g_create = reinterpret_cast<CreateFn>(dlsym(RTLD_NEXT, "pthread_create"));
+}
+
+// The buffer is on the heap: this runs on the program's thread, whose stack
+// may be small.
+std::string read_maps() {
+  std::string out;
+  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  std::vector<char> buf(65536);
+  for (ssize_t r; (r = read(fd, buf.data(), buf.size())) > 0;) out.append(buf.data(), size_t(r));
+  close(fd);
+  return out;
+}
+
+// The addresses finish will look up: the interrupted instruction as is,
+// return addresses minus one (inside the call).
+struct Scan {
+  const std::vector<Obj>* objs;
+  size_t from;
+  std::vector<std::vector<uint64_t>>* found;  // per object
+};
+
+void scan_stack(const sampler::Stack& st, void* arg) {
+  auto* s = static_cast<Scan*>(arg);
+  for (uint32_t i = 0; i < st.depth; ++i) {
+    uint64_t a = i == 0 ? st.pcs[i] : st.pcs[i] - 1;
+    for (size_t j = s->from; j < s->objs->size(); ++j)
+      for (const auto& r : (*s->objs)[j].exec)
+        if (a >= r.first && a < r.second) (*s->found)[j].push_back(a);
+  }
+}
+
+// The /proc/self/maps lines of one object: its file's lines inside its span.
+std::string lines_of(const std::string& maps, const Obj& o) {
+  std::string out;
+  size_t pos = 0;
+  while (pos < maps.size()) {
+    size_t eol = maps.find('\n', pos);
+    if (eol == std::string::npos) eol = maps.size();
+    std::string line = maps.substr(pos, eol - pos);
+    pos = eol + 1;
+    std::vector<procmaps::Line> l = procmaps::parse(line);
+    if (l.size() == 1 && l[0].is_file() && l[0].start >= o.lo && l[0].end <= o.hi) out += line + "\n";
+  }
+  return out;
+}
+
+// Whether this object (same span and build ID) has a record already.
+bool known(const Obj& o, int pid) {
+  for (const Record* p = records(); p; p = p->next)
+    if (p->pid == pid && p->lo == o.lo && p->hi == o.hi && p->build_id == o.build_id) return true;
+  return false;
+}
+
+void publish(Record* r) {
+  const Record* head = g_head.load(std::memory_order_acquire);
+  do {
+    r->next = head;
+  } while (!g_head.compare_exchange_weak(head, r, std::memory_order_release, std::memory_order_acquire));
+}
+
+// Records obj with the frames of addrs (sorted, unique, none recorded yet).
+void record(const std::string& maps, const Obj& o, const std::vector<uint64_t>& addrs, int pid) {
+  std::string text = lines_of(maps, o);
+  if (text.empty()) return;
+  auto* r = new Record;
+  r->pid = pid;
+  r->lo = o.lo, r->hi = o.hi;
+  r->build_id = o.build_id;
+  {
+    symbolize::Session s(text, /*with_unloaded=*/false);
+    if (!addrs.empty()) s.lookup(addrs, &r->results);
+    r->mappings = s.mappings();
+  }
+  if (r->mappings.empty()) {
+    delete r;
+    return;
+  }
+  for (auto& m : r->mappings)
+    m.has_functions = m.has_filenames = m.has_line_numbers = m.has_inline_frames = false;
+  r->addrs = addrs;
+  if (g_records.fetch_add(1) >= kMaxRecords) {
+    delete r;
+    return;
+  }
+  publish(r);
+}
+
+// What a dlclose leaves to record: objects, each with its new addresses.
+struct Job {
+  int pid = 0;
+  std::vector<Obj> objs;
+  std::vector<std::vector<uint64_t>> addrs;
+};
+
+// On the program's thread, cheaply (no file is opened): which objects the
+// dlclose may unmap, and which of their sampled addresses no record has.
+// False when there is nothing to record.
+bool plan(void* handle, Job* job) {
+  std::vector<Obj> objs;
+  dl_iterate_phdr(collect_objects, &objs);
+  // The handle is the object's link_map (glibc), but a bad handle must not
+  // be dereferenced: find the object whose link_map it is. Initial objects
+  // are never unloaded, so only later ones are candidates.
+  size_t k = objs.size();
+  for (size_t j = size_t(g_initial); j < objs.size() && k == objs.size(); ++j) {
+    Dl_info info;
+    void* lm = nullptr;
+    if (objs[j].probe && dladdr1(reinterpret_cast<void*>(objs[j].probe), &info, &lm, RTLD_DL_LINKMAP) &&
+        lm == handle)
+      k = j;
+  }
+  if (k == objs.size()) return false;
+
+  std::vector<std::vector<uint64_t>> found(objs.size());
+  if (sampler::for_each) {
+    Scan scan{&objs, k, &found};
+    sampler::for_each(scan_stack, &scan);
+  }
+  job->pid = int(getpid());
+  std::unordered_set<uint64_t> done;
+  for (const Record* p = records(); p; p = p->next)
+    if (p->pid == job->pid) done.insert(p->addrs.begin(), p->addrs.end());
+  for (size_t j = k; j < objs.size(); ++j) {
+    std::vector<uint64_t>& a = found[j];
+    std::sort(a.begin(), a.end());
+    a.erase(std::unique(a.begin(), a.end()), a.end());
+    a.erase(std::remove_if(a.begin(), a.end(), [&](uint64_t x) { return done.count(x) != 0; }), a.end());
+    // The handle's own object is kept even with no sampled address, for the
+    // mapping of its heap-sampled ones; objects loaded after it only when
+    // there is something to name (most stay loaded).
+    if (j != k && a.empty()) continue;
+    if (a.empty() && known(objs[j], job->pid)) continue;  // nothing new: its mapping is kept already
+    job->objs.push_back(std::move(objs[j]));
+    job->addrs.push_back(std::move(a));
+  }
+  return !job->objs.empty();
+}
+
+// The recording runs on a thread of its own, joined at once: libdw needs
+// far more stack (~150 KiB to read a line table) than a program's thread
+// may have (a 64 KiB thread stack is legal), and that thread is not one the
+// sampler times, so the shim's work is not in the program's CPU profile.
+// Created with libc's pthread_create, not the shim's wrapper: not counted,
+// not sampled.
+void* helper(void* arg) {
+  t_busy = true;  // a dlclose inside the symbolizer records nothing
+  if (heap::set_thread_active) heap::set_thread_active(false);
+  const Job& job = *static_cast<const Job*>(arg);
+  const std::string maps = read_maps();
+  for (size_t i = 0; i < job.objs.size(); ++i) record(maps, job.objs[i], job.addrs[i], job.pid);
+  return nullptr;
+}
+
+}  // namespace
+
+void before_dlclose(void* handle) {
+  if (!handle || t_busy || !g_create) return;  // t_busy: the symbolizer's own dlclose, if any
+  t_busy = true;
+  const int saved_errno = errno;
+  // The shim's allocations here are not the program's.
+  bool was = true;
+  if (heap::swap_thread_active)
+    was = heap::swap_thread_active(false);
+  else if (heap::set_thread_active)
+    heap::set_thread_active(false);
+  {
+    Job job;
+    if (plan(handle, &job)) {
+      int cancel_state;
+      pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);  // pthread_join is a cancellation point
+      pthread_attr_t attr;
+      pthread_attr_init(&attr);
+      pthread_attr_setstacksize(&attr, kHelperStack);
+      sigset_t all, old;
+      sigfillset(&all);
+      pthread_sigmask(SIG_SETMASK, &all, &old);  // no signal of the program is ever handled there
+      pthread_t t;
+      if (g_create(&t, &attr, helper, &job) == 0) pthread_join(t, nullptr);
+      pthread_sigmask(SIG_SETMASK, &old, nullptr);
+      pthread_attr_destroy(&attr);
+      pthread_setcancelstate(cancel_state, nullptr);
+    }
+  }
+  if (heap::set_thread_active) heap::set_thread_active(was);
+  errno = saved_errno;
+  t_busy = false;
+}
+
+const Record* records() { return g_head.load(std::memory_order_acquire); }
 
 }  // namespace unload
