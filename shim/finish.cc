@@ -15,6 +15,7 @@
 #include "heap.h"
 #include "heap_dump.h"
 #include "pprof.h"
+#include "procmaps.h"
 #include "sampler.h"
 #include "signals.h"
 #include "summary.h"
@@ -58,30 +59,20 @@ std::string read_all(const char* path) {
   return out;
 }
 
-// The shim's own mappings: those of the file that holds this function's
-// code, matched by the path /proc shows for it (LD_PRELOAD may name the
-// shim through a symlink or "..", which dladdr would echo back).
+// The shim's own mappings: every mapping of the file that holds this
+// function's code (matched by device, inode and path, not by the name
+// LD_PRELOAD used, which may go through a symlink or "..").
 Self self_ranges(const std::string& maps) {
   Self s;
   s.wrap = {wrappers::begin(), wrappers::end()};
   s.alloc = {wrappers::alloc_begin(), wrappers::alloc_end()};
   uint64_t me = reinterpret_cast<uint64_t>(&run);
-  std::vector<std::pair<Range, std::string>> lines;
-  std::string mine;
-  size_t pos = 0;
-  while (pos < maps.size()) {
-    size_t eol = maps.find('\n', pos);
-    if (eol == std::string::npos) eol = maps.size();
-    std::string line = maps.substr(pos, eol - pos);
-    pos = eol + 1;
-    unsigned long long lo, hi;
-    size_t slash = line.find('/');
-    if (slash == std::string::npos || sscanf(line.c_str(), "%llx-%llx", &lo, &hi) != 2) continue;
-    lines.push_back({{lo, hi}, line.substr(slash)});
-    if (me >= lo && me < hi) mine = line.substr(slash);
+  std::vector<procmaps::Line> lines = procmaps::parse(maps);
+  for (const auto& mine : lines) {
+    if (me < mine.start || me >= mine.end) continue;
+    for (const auto& l : lines)
+      if (l.same_file(mine)) s.text.push_back({l.start, l.end});
   }
-  for (const auto& l : lines)
-    if (!mine.empty() && l.second == mine) s.text.push_back(l.first);
   return s;
 }
 
