@@ -50,8 +50,9 @@ $(BUILD)/jemalloc_pic.a: $(LIBDIR)/libjemalloc_pic.a | $(BUILD)/.deps-ok
 	        --rename-section .text.startup=profshim_alloc $< $@
 
 $(LIB): $(SHIM_OBJS) shim/exports.map $(BUILD)/jemalloc_pic.a
-	$(CXX) $(CXXFLAGS) $(SHIM_LDFLAGS) -o $@ $(SHIM_OBJS) $(SHIM_LDLIBS)
-	@scripts/check-exports $@
+	$(CXX) $(CXXFLAGS) $(SHIM_LDFLAGS) -o $@.tmp $(SHIM_OBJS) $(SHIM_LDLIBS)
+	@scripts/check-exports $@.tmp
+	@mv -f $@.tmp $@  # a process loading the shim never sees a half-written file
 
 # --- tests -----------------------------------------------------------------
 UNIT_SRCS := $(wildcard tests/unit/*_test.cc)

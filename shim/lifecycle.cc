@@ -30,9 +30,9 @@ namespace {
 
 enum State : int { kInert, kRunning, kStopping, kDone };
 
-// "ROOTPID:PID:GEN" in the environment of every profiled image: the root
-// process's pid, the pid of the image that set it, and how many execs that
-// pid has made. A descendant the shim never saw start (posix_spawn, vfork,
+// "ROOTPID:PID:GEN:SESSION" in the environment of every profiled image: the
+// root process's pid, the pid of the image that set it, how many execs that
+// pid has made, and a hash of PROFILE_DIR and PROFILE_NAME. A descendant the shim never saw start (posix_spawn, vfork,
 // system) knows from it that it is not the root; an exec'd image of the same
 // pid knows its generation, so no two images name the same files.
 const char kImageVar[] = "PROFSHIM_IMAGE";
@@ -91,16 +91,27 @@ std::string stem(bool root) {
   return s;
 }
 
+// Which profiling session an image belongs to: its directory and name. A
+// profiled program that starts another with a PROFILE_DIR or PROFILE_NAME
+// of its own starts a new session, with a root of its own.
+unsigned long long session() {
+  unsigned long long h = 1469598103934665603ull;  // FNV-1a
+  for (char c : cfg().dir + "/" + cfg().name) h = (h ^ (unsigned char)c) * 1099511628211ull;
+  return h;
+}
+
 std::string image_value(int gen) {
-  return std::to_string(g_root_pid.load()) + ":" + std::to_string(g_pid.load()) + ":" +
-         std::to_string(gen);
+  char b[96];
+  snprintf(b, sizeof b, "%d:%d:%d:%016llx", g_root_pid.load(), g_pid.load(), gen, session());
+  return b;
 }
 
 void read_identity() {
   int root = 0, pid = 0, gen = 0;
+  unsigned long long sess = 0;
   const char* v = getenv(kImageVar);
   pid_t me = g_pid.load();
-  if (v && sscanf(v, "%d:%d:%d", &root, &pid, &gen) == 3 && root > 0) {
+  if (v && sscanf(v, "%d:%d:%d:%llx", &root, &pid, &gen, &sess) == 4 && root > 0 && sess == session()) {
     bool same_pid = pid == me;  // an image after an exec of ours
     g_root_pid.store(root);
     g_gen.store(same_pid ? gen : 0);
@@ -172,7 +183,10 @@ void after_fork_in_child() {
   g_state.store(kRunning);
 }
 
-void on_thread_end(void*) {
+// The key's value is the thread's alternate stack if we gave it one, else
+// a non-null marker (a destructor runs only for a non-null value).
+void on_thread_end(void* v) {
+  if (v != reinterpret_cast<void*>(1)) signals::release_altstack(v);
   if (g_threads.fetch_sub(1) == 1 && g_main_exited.load()) stop("the last thread's exit");
 }
 
@@ -190,6 +204,13 @@ void setup() {
     return;
   }
   sys::stderr_init();
+  if (!(err = atomic_file::ensure_dir(cfg().dir)).empty()) fail("PROFILE_DIR: " + err);
+  // Absolute from here on: the program may chdir before it stops (and the
+  // session's identity is computed from it).
+  if (char* abs = realpath(cfg().dir.c_str(), nullptr)) {
+    cfg().dir = abs;
+    free(abs);
+  }
   g_pid.store(raw_getpid());
   read_identity();
   ctx().cfg = &cfg();
@@ -198,12 +219,6 @@ void setup() {
            "error: the stop did not finish writing within %.1f s; giving up, the process ends as "
            "it would have",
            double(cfg().stop_timeout_ms) / 1000.0);
-  if (!(err = atomic_file::ensure_dir(cfg().dir)).empty()) fail("PROFILE_DIR: " + err);
-  // Absolute from here on: the program may chdir before it stops.
-  if (char* abs = realpath(cfg().dir.c_str(), nullptr)) {
-    cfg().dir = abs;
-    free(abs);
-  }
   if (!symbolize::load_libdw(&err)) fail(err);
   if (cfg().heap_sample) {
     if (!heap::available(&err) || !heap::start(cfg().heap_lg_sample, &err)) fail(err);
@@ -213,6 +228,7 @@ void setup() {
   if (cfg().cpu_hz && !sampler::start(cfg().cpu_hz, &err)) fail(err);
   if (!(err = spawn_stop_thread()).empty()) fail(err);
   signals::install(cfg().cpu_hz ? sampler::signal_number() : -1);
+  signals::ensure_altstack();  // the main thread's, kept for the process's life
   pthread_key_create(&g_thread_key, on_thread_end);
   pthread_atfork(nullptr, nullptr, after_fork_in_child);
   atexit(at_exit_fallback);
@@ -328,6 +344,9 @@ void thread_creating() { g_threads.fetch_add(1); }
 
 void thread_create_failed() { g_threads.fetch_sub(1); }
 
-void thread_started() { pthread_setspecific(g_thread_key, reinterpret_cast<void*>(1)); }
+void thread_started() {
+  void* alt = signals::ensure_altstack();
+  pthread_setspecific(g_thread_key, alt ? alt : reinterpret_cast<void*>(1));
+}
 
 }  // namespace lifecycle

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -103,7 +104,36 @@ int hand_over_sampling_signal(int sig, const struct sigaction* act) {
   return real::sigaction()(sig, act, nullptr);
 }
 
+// Enough for the fatal handler (a futex wait) and for the sampling handler
+// (libunwind keeps a cursor of about 1 KiB); touched only when used.
+constexpr size_t kAltStack = 64 << 10;
+
 }  // namespace
+
+void* ensure_altstack() {
+  stack_t cur;
+  if (sigaltstack(nullptr, &cur) != 0 || !(cur.ss_flags & SS_DISABLE)) return nullptr;
+  void* p = mmap(nullptr, kAltStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                 -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  stack_t ss = {p, 0, kAltStack};
+  if (sigaltstack(&ss, nullptr) != 0) {
+    munmap(p, kAltStack);
+    return nullptr;
+  }
+  return p;
+}
+
+void release_altstack(void* stack) {
+  if (!stack) return;
+  stack_t cur;
+  // Only if it is still ours and not in use (the program may have set its own).
+  if (sigaltstack(nullptr, &cur) == 0 && cur.ss_sp == stack && !(cur.ss_flags & SS_ONSTACK)) {
+    stack_t off = {nullptr, SS_DISABLE, 0};
+    sigaltstack(&off, nullptr);
+    munmap(stack, kAltStack);
+  }
+}
 
 void install(int sampling_signal) {
   for (int sig : kFatal) {

@@ -27,6 +27,13 @@ void install(int sampling_signal);
 int on_sigaction(int sig, const struct sigaction* act, struct sigaction* old);
 // The interposed signal()'s body (BSD semantics, as glibc's).
 sighandler_t on_signal(int sig, sighandler_t handler);
+// Gives the calling thread an alternate signal stack if it has none, so the
+// fatal-signal handler can run on a stack overflow. Returns the stack to
+// pass to release_altstack() when the thread ends, or null if the thread
+// already had one (the program's) or none could be mapped.
+void* ensure_altstack();
+void release_altstack(void* stack);
+
 // True if the program took the sampling signal for itself.
 bool sampling_signal_taken();
 // Discards pending instances of the sampling signal (before exec: a
