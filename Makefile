@@ -83,6 +83,7 @@ demo: $(LIB) $(BUILD)/workloads/demo
 	@scripts/demo $(BUILD)
 
 bench: $(LIB) $(WORKLOAD_BINS)
+	@scripts/install-deps --bench
 	@python3 tests/bench/bench.py --build $(BUILD)
 
 clean:

@@ -35,14 +35,8 @@ UNIT_SRC = os.path.join(HERE, "unit")
 DEFAULT_TIMEOUT = 120
 
 
-def find_go():
-    go = shutil.which("go")
-    if go:
-        return go
-    for cand in ("/usr/lib/go/bin/go", "/usr/local/go/bin/go"):
-        if os.access(cand, os.X_OK):
-            return cand
-    return None
+sys.path.insert(0, INTEGRATION)
+from common import find_go  # noqa: E402  (one place decides where go is)
 
 
 def indent_reason(reason):
