@@ -8,12 +8,27 @@
 namespace heap_dump {
 namespace {
 
-// "  t*: N: S [AN: AS]" — the whole-process totals line of a stack.
-bool parse_totals(const char* p, double v[4]) {
-  unsigned long long n, s, an, as;
-  if (sscanf(p, " t*: %llu: %llu [%llu: %llu]", &n, &s, &an, &as) != 4) return false;
-  v[0] = double(n), v[1] = double(s), v[2] = double(an), v[3] = double(as);
+// Reads an unsigned decimal and what follows it must be `sep`; advances *p.
+bool number(const char** p, char sep, double* out) {
+  char* end = nullptr;
+  unsigned long long v = strtoull(*p, &end, 10);
+  if (end == *p || *end != sep) return false;
+  *out = double(v);
+  *p = end + 1;
+  while (**p == ' ') ++*p;
   return true;
+}
+
+// "  t*: N: S [AN: AS]" — the whole-process totals line of a stack. Parsed
+// by hand: sscanf on a pointer into the dump measures the rest of the dump
+// on every call, which made a large dump quadratic.
+bool parse_totals(const char* p, double v[4]) {
+  while (*p == ' ') ++p;
+  if (strncmp(p, "t*:", 3) != 0) return false;
+  p += 3;
+  while (*p == ' ') ++p;
+  return number(&p, ':', &v[0]) && number(&p, ' ', &v[1]) && *p++ == '[' && number(&p, ':', &v[2]) &&
+         number(&p, ']', &v[3]);
 }
 
 bool parse_stack(const char* p, std::vector<uint64_t>* pcs) {
@@ -46,7 +61,7 @@ void unsample(double n, double s, uint64_t period, double* n_out, double* s_out)
 bool parse(const std::string& text, Dump* out, std::string* err) {
   out->records.clear();
   unsigned long long period = 0;
-  if (sscanf(text.c_str(), "heap_v2/%llu", &period) != 1) {
+  if (text.compare(0, 8, "heap_v2/") != 0 || (period = strtoull(text.c_str() + 8, nullptr, 10)) == 0) {
     *err = "not a jemalloc heap_v2 dump";
     return false;
   }

@@ -2,6 +2,8 @@
 // and the image's identity; see lifecycle.h.
 #include "lifecycle.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -51,15 +53,16 @@ char g_timeout_msg[160];
 volatile uint32_t g_request = 0;
 volatile uint32_t g_done = 0;
 
-// Function-local statics: our constructor may run before this file's C++
-// static initializers, which would otherwise reset what setup() filled in.
+// Built on first use (our constructor may run before this file's C++
+// initialisers would) and never destroyed: after a stop that timed out, the
+// stop thread may still read them while exit() runs the atexit destructors.
 config::Config& cfg() {
-  static config::Config c;
-  return c;
+  static config::Config* c = new config::Config;
+  return *c;
 }
 finish::Context& ctx() {
-  static finish::Context c;
-  return c;
+  static finish::Context* c = new finish::Context;
+  return *c;
 }
 
 pid_t raw_getpid() { return pid_t(syscall(SYS_getpid)); }
@@ -124,6 +127,20 @@ void read_identity() {
   setenv(kImageVar, image_value(g_gen.load()).c_str(), 1);
 }
 
+// Whether every thread of the program has ended and only the calling one
+// (the stop thread) is left.
+bool only_thread_left() {
+  char buf[4096];
+  int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return false;
+  buf[n] = 0;
+  const char* t = strstr(buf, "\nThreads:");
+  return t && atoi(t + 9) == 1;
+}
+
 void* stop_thread(void*) {
   prctl(PR_SET_NAME, "profshim-stop", 0, 0, 0);
   heap::set_thread_active(false);
@@ -133,6 +150,15 @@ void* stop_thread(void*) {
   while (!__atomic_load_n(&g_request, __ATOMIC_ACQUIRE)) {
     sys::futex_wait(&g_request, 0, 1000000000ull);
     sys::stderr_poll();
+    // Every program thread ended without a stop we saw (a forked child whose
+    // thread returned, say): libc ends a process when its last thread ends,
+    // and that must not be us. Stop here, then return, and libc exits.
+    int running = kRunning;
+    if (only_thread_left() && g_state.compare_exchange_strong(running, kStopping)) {
+      ctx().how = "the last thread's exit";
+      ctx().stop_mono_ns = sys::now_ns(CLOCK_MONOTONIC);
+      break;
+    }
   }
   finish::run(ctx());
   g_state.store(kDone);
@@ -164,6 +190,14 @@ void begin_image() {
   ctx().start_real_ns = sys::now_ns(CLOCK_REALTIME);
 }
 
+void before_fork() {
+  if (g_state.load() == kRunning && cfg().cpu_hz) sampler::quiesce_for_fork();
+}
+
+void after_fork_in_parent() {
+  if (g_state.load() == kRunning && cfg().cpu_hz) sampler::resume_after_fork_in_parent();
+}
+
 // The child of fork profiles itself from here on, as its own image.
 void after_fork_in_child() {
   if (g_state.load() != kRunning) {
@@ -173,9 +207,13 @@ void after_fork_in_child() {
   g_pid.store(raw_getpid());
   g_root.store(false);
   g_gen.store(0);
-  g_threads.store(0);
+  // The forking thread is the child's only one: if the shim started it, its
+  // end is the child's last thread's end.
+  bool started = pthread_getspecific(g_thread_key) != nullptr;
+  g_threads.store(started ? 1 : 0);
+  g_main_exited.store(started);
   begin_image();
-  if (cfg().cpu_hz) sampler::reset_after_fork();
+  if (cfg().cpu_hz && !signals::sampling_signal_taken()) sampler::reset_after_fork();
   if (!spawn_stop_thread().empty()) {
     g_state.store(kInert);
     return;
@@ -230,7 +268,7 @@ void setup() {
   signals::install(cfg().cpu_hz ? sampler::signal_number() : -1);
   signals::ensure_altstack();  // the main thread's, kept for the process's life
   pthread_key_create(&g_thread_key, on_thread_end);
-  pthread_atfork(nullptr, nullptr, after_fork_in_child);
+  pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
   atexit(at_exit_fallback);
   g_state.store(kRunning);
 }
@@ -281,7 +319,9 @@ bool active() { return g_state.load(std::memory_order_relaxed) == kRunning; }
 
 void stop(const char* how) {
   if (g_state.load() == kInert || vfork_child()) return;
+  int saved = errno;  // the program's atexit handlers may look at it
   request_and_wait(how);
+  errno = saved;
 }
 
 void stop_from_signal(int sig) {
@@ -297,14 +337,19 @@ void stop_from_signal(int sig) {
 }
 
 char* const* before_exec(char* const envp[]) {
-  if (g_state.load() != kRunning || vfork_child()) return envp;
+  int state = g_state.load();
+  if (state == kInert || vfork_child()) return envp;
   bool successor = env_profiles(envp);
-  // The root's image before an exec is not its final one when what it execs
-  // profiles too: that one writes NAME.*.
-  if (g_root.load() && successor) ctx().stem = stem(false);
-  if (cfg().cpu_hz) signals::discard_pending_sampling_signal();
-  request_and_wait("exec");
-  if (cfg().cpu_hz) signals::discard_pending_sampling_signal();
+  if (state == kRunning) {
+    // The root's image before an exec is not its final one when what it
+    // execs profiles too: that one writes NAME.*.
+    if (g_root.load() && successor) ctx().stem = stem(false);
+    if (cfg().cpu_hz) signals::discard_pending_sampling_signal();
+    request_and_wait("exec");
+    if (cfg().cpu_hz) signals::discard_pending_sampling_signal();
+  } else if (state == kStopping) {
+    request_and_wait("exec");  // another thread's stop: let it finish first
+  }
   if (!successor) return envp;
   // The new image is this pid's next generation.
   static char var[96];
@@ -327,17 +372,16 @@ void exec_failed() {
   // Same image, still running: profile on, and its final stop writes again.
   ctx().stem = stem(g_root.load());
   if (cfg().heap_sample) heap::set_active(true);
-  if (cfg().cpu_hz) sampler::resume();
+  if (cfg().cpu_hz && !signals::sampling_signal_taken()) sampler::resume();
   if (spawn_stop_thread().empty()) g_state.store(kRunning);
 }
 
 void main_thread_exiting() {
   if (g_state.load() != kRunning || vfork_child()) return;
-  if (g_threads.load() == 0) {
-    stop("pthread_exit from main");
-    return;
-  }
+  // Mark first, then count: a last worker ending in between sees the mark,
+  // and the stop is idempotent, so neither order of the two is lost.
   g_main_exited.store(true);
+  if (g_threads.load() == 0) stop("pthread_exit from main");
 }
 
 void thread_creating() { g_threads.fetch_add(1); }

@@ -380,8 +380,29 @@ bool start(uint32_t hz, std::string* err) {
   return true;
 }
 
+namespace {
+// Forks under way (threads may fork at once); sampling comes back when the
+// last one is done, if it was on when the first began.
+std::atomic<int> g_forks{0};
+bool g_was_enabled_at_fork;
+}  // namespace
+
+void quiesce_for_fork() {
+  if (g_forks.fetch_add(1) == 0) g_was_enabled_at_fork = g.enabled.exchange(false);
+  for (int i = 0; i < 1000 && g.in_flight.load() > 0; ++i) {
+    struct timespec ts = {0, 100000};
+    nanosleep(&ts, nullptr);
+  }
+}
+
+void resume_after_fork_in_parent() {
+  if (g_forks.fetch_sub(1) == 1 && g_was_enabled_at_fork) g.enabled.store(true);
+}
+
 void reset_after_fork() {
-  if (!g.table) return;
+  g.in_flight.store(0);
+  g_forks.store(0);
+  if (!g.table || !g_was_enabled_at_fork) return;
   // Timers are not inherited by fork and the samples so far are the
   // parent's: the child starts from empty tables, with one thread.
   unmap_tables();

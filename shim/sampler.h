@@ -32,6 +32,10 @@ bool running();
 void thread_begin();
 // Disable, delete all timers, wait for handlers in flight (<= 100 ms).
 void stop();
+// Around fork (pthread_atfork prepare / parent): no handler may be inside
+// libunwind, whose cache lock a child would inherit held.
+void quiesce_for_fork();
+void resume_after_fork_in_parent();
 // In a fork child: fresh tables and a timer for the one thread there is
 // (the parent's timers were not inherited; their ids are not ours to delete).
 void reset_after_fork();

@@ -2,6 +2,7 @@
 #include "signals.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -39,12 +40,22 @@ struct State {
 // the build if any shim object has one).
 State g;
 
+// Held with every signal blocked: a handler of the program's that calls
+// signal() or sigaction() (the SysV re-arm idiom) must not find the lock held
+// by the code it interrupted on the same thread.
 struct Lock {
+  sigset_t old;
   Lock() {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
     while (g.lock.exchange(true, std::memory_order_acquire)) {
     }
   }
-  ~Lock() { g.lock.store(false, std::memory_order_release); }
+  ~Lock() {
+    g.lock.store(false, std::memory_order_release);
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  }
 };
 
 bool synchronous_fault(int sig, const siginfo_t* si) {
