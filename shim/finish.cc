@@ -245,6 +245,7 @@ void run(const Context& ctx) {
   f.samples = st.samples;
   f.signal_taken = signals::sampling_signal_taken();
   f.dropped = st.dropped;
+  f.unsampled_threads = st.timer_failures;
   for (const auto& s : cpu) f.profiled_cpu_s += double(s.values[1]) / 1e9;
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);

@@ -30,6 +30,10 @@ std::string format(const Figures& f) {
              (unsigned long long)f.samples, f.profiled_cpu_s, f.hz, achieved);
     s += b;
   }
+  if (f.unsampled_threads) {
+    snprintf(b, sizeof b, ", %llu threads unsampled (no timer)", (unsigned long long)f.unsampled_threads);
+    s += b;
+  }
   if (f.signal_taken) s += ", stopped early: the program took the sampling signal";
   if (f.dropped) {
     snprintf(b, sizeof b, ", %llu dropped", (unsigned long long)f.dropped);

@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -109,15 +108,6 @@ void line(const char* text) {
   } else if (same_file(2)) {
     write_all(2, buf, len);
   }
-}
-
-void linef(const char* fmt, ...) {
-  char buf[3800];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  line(buf);
 }
 
 }  // namespace sys

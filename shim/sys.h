@@ -28,7 +28,5 @@ void stderr_poll();
 // Writes one line ("# profshim: " + text + "\n") with a single write to the
 // original stderr, or to fd 2 only if it is still that same file.
 void line(const char* text);
-// printf-style line(); not signal-safe (vsnprintf).
-void linef(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
 }  // namespace sys
