@@ -56,7 +56,7 @@ int around_exec(bool runnable, char* const envp[], Call call) {
   char* const* env = lifecycle::before_exec(envp);
   int rc = call(env);
   int saved = errno;
-  lifecycle::exec_failed();
+  lifecycle::exec_failed(envp, env);
   errno = saved;
   return rc;
 }

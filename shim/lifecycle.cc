@@ -47,7 +47,6 @@ std::atomic<int> g_gen{0};       // execs this pid has made under the shim
 std::atomic<bool> g_main_exited{false};
 std::atomic<long> g_threads{0};  // threads started through the shim, alive
 pthread_key_t g_thread_key;
-char** g_exec_env = nullptr;     // our copy of an exec's envp, freed if it fails
 char g_timeout_msg[160];
 // Futex words: the stop thread sleeps on g_request; stoppers sleep on g_done.
 volatile uint32_t g_request = 0;
@@ -351,23 +350,28 @@ char* const* before_exec(char* const envp[]) {
     request_and_wait("exec");  // another thread's stop: let it finish first
   }
   if (!successor) return envp;
-  // The new image is this pid's next generation.
-  static char var[96];
-  snprintf(var, sizeof var, "%s=%s", kImageVar, image_value(g_gen.load() + 1).c_str());
+  // The new image is this pid's next generation. The copy and its marker
+  // are this exec's own (another thread may exec at the same time): one
+  // block, the pointers first, the marker's text after them.
+  std::string var = std::string(kImageVar) + "=" + image_value(g_gen.load() + 1);
   size_t n = 0;
   while (envp && envp[n]) ++n;
-  g_exec_env = static_cast<char**>(calloc(n + 2, sizeof(char*)));
-  if (!g_exec_env) return envp;
+  char** env = static_cast<char**>(malloc((n + 2) * sizeof(char*) + var.size() + 1));
+  if (!env) return envp;
+  char* text = reinterpret_cast<char*>(env + n + 2);
+  memcpy(text, var.c_str(), var.size() + 1);
   size_t j = 0, len = strlen(kImageVar);
   for (size_t i = 0; i < n; ++i)
-    if (strncmp(envp[i], kImageVar, len) != 0 || envp[i][len] != '=') g_exec_env[j++] = envp[i];
-  g_exec_env[j++] = var;
-  return g_exec_env;
+    if (strncmp(envp[i], kImageVar, len) != 0 || envp[i][len] != '=') env[j++] = envp[i];
+  env[j++] = text;
+  env[j] = nullptr;
+  return env;
 }
 
-void exec_failed() {
-  free(g_exec_env);
-  g_exec_env = nullptr;
+bool in_vfork_child() { return g_state.load() != kInert && vfork_child(); }
+
+void exec_failed(char* const envp[], char* const* env) {
+  if (env != envp) free(const_cast<char**>(env));
   if (g_state.load() != kDone || vfork_child()) return;
   // Same image, still running: profile on, and its final stop writes again.
   ctx().stem = stem(g_root.load());

@@ -19,11 +19,15 @@ void stop(const char* how);
 void stop_from_signal(int sig);
 
 // Around an exec: writes the old image's profiles and returns the
-// environment to exec with (envp itself, or a copy carrying the marker that
-// tells a profiled descendant it is not the root). exec_failed() resumes
+// environment to exec with (envp itself, or a copy of its own carrying the
+// image marker). exec_failed(envp, env) frees that copy and resumes
 // profiling when the exec returned.
 char* const* before_exec(char* const envp[]);
-void exec_failed();
+void exec_failed(char* const envp[], char* const* env);
+
+// True in a child of vfork (or posix_spawn), which shares the parent's
+// memory: the shim must write nothing there.
+bool in_vfork_child();
 
 // pthread_exit from the main thread: the process lives on until its last
 // thread ends, and libc's own exit then is not one an interposer sees.

@@ -162,7 +162,9 @@ void install(int sampling_signal) {
 }
 
 int on_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
-  if (sig <= 0 || sig >= NSIG || g.mode[sig].load() == kUnmanaged)
+  // A vfork child has its own dispositions but the parent's memory: our
+  // bookkeeping there would change what the parent's queries report.
+  if (sig <= 0 || sig >= NSIG || g.mode[sig].load() == kUnmanaged || lifecycle::in_vfork_child())
     return real::sigaction()(sig, act, old);
   Lock lock;
   struct sigaction before = g.view[sig];
@@ -188,7 +190,8 @@ int on_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
 }
 
 sighandler_t on_signal(int sig, sighandler_t handler) {
-  if (sig <= 0 || sig >= NSIG || g.mode[sig].load() == kUnmanaged) return real::signal()(sig, handler);
+  if (sig <= 0 || sig >= NSIG || g.mode[sig].load() == kUnmanaged || lifecycle::in_vfork_child())
+    return real::signal()(sig, handler);
   struct sigaction sa, old;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = handler;

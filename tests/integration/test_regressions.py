@@ -38,3 +38,11 @@ def test_program_took_the_sampling_signal_then_forks(ctx):
     of the shim's (the child got 10 a second)."""
     r, _ = _same_as_plain(ctx, ["rv_handover"])
     check(r.out.count(b"timer=0") == 2, "a process got the shim's timer signals:\n%s" % r.describe())
+
+
+def test_vfork_child_signal_change_does_not_leak_into_parent_view(ctx):
+    """A vfork child's signal(SIGPIPE, SIG_IGN) changes the child's own table;
+    the parent's sigaction(SIGPIPE, NULL, &old) must still say SIG_DFL, as
+    without the shim (the shim's bookkeeping lives in shared memory)."""
+    r, _ = _same_as_plain(ctx, ["rv_vforksig"])
+    check(r.out == b"parent SIGPIPE default\n", "the parent's view changed:\n%s" % r.describe())
