@@ -21,7 +21,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -36,7 +35,7 @@ DEFAULT_TIMEOUT = 120
 
 
 sys.path.insert(0, INTEGRATION)
-from common import find_go  # noqa: E402  (one place decides where go is)
+from common import communicate_bounded, find_go  # noqa: E402  (one place for each)
 
 
 def indent_reason(reason):
@@ -203,16 +202,7 @@ def run_integration(build, filt, timeout, tally, tmp):
                 "%s::%s" % (fn, func), "--tmp", ttmp, "--result", result_file]
         p = subprocess.Popen(argv, cwd=ttmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              start_new_session=True)
-        try:
-            out, _ = p.communicate(timeout=timeout)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            out, _ = p.communicate()
-            timed_out = True
+        out, _, timed_out = communicate_bounded(p, timeout)
         cleanup_mounts(ttmp)
         res = None
         if os.path.exists(result_file):

@@ -130,6 +130,22 @@ def _no_core():
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
+def communicate_bounded(p, timeout, stdin=None):
+    """p.communicate() for at most timeout seconds; past that, the process's
+    whole group (started with start_new_session) is killed. Returns
+    (out, err, timed_out)."""
+    try:
+        out, err = p.communicate(stdin, timeout=timeout)
+        return out, err, False
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        out, err = p.communicate()
+        return out, err, True
+
+
 def run_program(argv, env, cwd, timeout=RUN_TIMEOUT, stdin=b"", ignore_signals=()):
     """Runs argv; returns a Result. A hang is a failure (the shim must never
     hang a process): the whole process group is killed and TestFailure raised.
@@ -142,14 +158,8 @@ def run_program(argv, env, cwd, timeout=RUN_TIMEOUT, stdin=b"", ignore_signals=(
     t0 = time.monotonic()
     p = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, start_new_session=True, preexec_fn=preexec)
-    try:
-        out, err = p.communicate(stdin, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        out, err = p.communicate()
+    out, err, hung = communicate_bounded(p, timeout, stdin)
+    if hung:
         fail("program did not finish within %d s (hang?): %s\nenv: %s\nstdout:\n%s\nstderr:\n%s" % (
             timeout, " ".join(argv), describe_env(env), indent(clip(out) or "(empty)"),
             indent(clip(err) or "(empty)")))

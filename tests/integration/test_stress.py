@@ -23,7 +23,7 @@ import subprocess
 import threading
 import time
 
-from common import check, clip, indent
+from common import check, clip, communicate_bounded, indent
 from st_helpers import gzip_ok, prof_env, pprofs
 
 RUNS = 200
@@ -50,16 +50,7 @@ def test_stress_200_stops(ctx):
         p = subprocess.Popen(argv, env=prof_env(ctx, d), cwd=cwd, stdin=subprocess.DEVNULL,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
         start = time.monotonic()
-        try:
-            out, err = p.communicate(timeout=RUN_TIMEOUT)
-            hung = False
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            out, err = p.communicate()
-            hung = True
+        out, err, hung = communicate_bounded(p, RUN_TIMEOUT)
         return dict(i=i, mode=mode, delay=delay, seed=seed, argv=argv, dir=d, rc=p.returncode, out=out,
                     err=err.decode("utf-8", "replace"), hung=hung, wall=time.monotonic() - start)
 
