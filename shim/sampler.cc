@@ -125,6 +125,10 @@ int unwind(void* uc, uint64_t* pcs) {
     if (u.get_reg(&cur, UNW_REG_IP, &ip) < 0 || ip == 0) break;
     pcs[n++] = ip;
   } while (n < kMaxDepth && u.step(&cur) > 0);
+  if (n == 0) {  // keep the sample: the interrupted instruction at least
+    pcs[0] = uint64_t(static_cast<ucontext_t*>(uc)->uc_mcontext.gregs[REG_RIP]);
+    n = 1;
+  }
   return n;
 }
 
@@ -224,6 +228,8 @@ void release(Slot* s) {
   s->state.store(kFree, std::memory_order_release);
 }
 
+bool disarm(Slot* s);
+
 // Arms a timer on tid's CPU clock, first expiry at a random point of the
 // first period so that short-lived threads are not biased against.
 Slot* arm(pid_t tid) {
@@ -252,6 +258,8 @@ Slot* arm(pid_t tid) {
   its.it_value = {time_t(first / 1000000000ull), long(first % 1000000000ull)};
   timer_settime(s->timer, 0, &its, nullptr);
   g.threads.fetch_add(1, std::memory_order_relaxed);
+  // A stop that ran while this slot was still being set up skipped it.
+  if (!g.enabled.load()) disarm(s);
   return s;
 }
 
