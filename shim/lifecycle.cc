@@ -34,9 +34,10 @@ enum State : int { kInert, kRunning, kStopping, kDone };
 
 // "ROOTPID:PID:GEN:SESSION" in the environment of every profiled image: the
 // root process's pid, the pid of the image that set it, how many execs that
-// pid has made, and a hash of PROFILE_DIR and PROFILE_NAME. A descendant the shim never saw start (posix_spawn, vfork,
-// system) knows from it that it is not the root; an exec'd image of the same
-// pid knows its generation, so no two images name the same files.
+// pid has made, and a hash of PROFILE_DIR and PROFILE_NAME. A descendant the
+// shim never saw start (posix_spawn, vfork, system) knows from it that it is
+// not the root; an exec'd image of the same pid knows its generation, so no
+// two images name the same files.
 const char kImageVar[] = "PROFSHIM_IMAGE";
 
 std::atomic<int> g_state{kInert};
@@ -140,6 +141,15 @@ bool only_thread_left() {
   return t && atoi(t + 9) == 1;
 }
 
+// The first stop path wins: RUNNING -> STOPPING, and what the stop reports.
+bool claim_stop(const char* how) {
+  int running = kRunning;
+  if (!g_state.compare_exchange_strong(running, kStopping)) return false;
+  ctx().how = how;
+  ctx().stop_mono_ns = sys::now_ns(CLOCK_MONOTONIC);
+  return true;
+}
+
 void* stop_thread(void*) {
   prctl(PR_SET_NAME, "profshim-stop", 0, 0, 0);
   heap::set_thread_active(false);
@@ -152,12 +162,7 @@ void* stop_thread(void*) {
     // Every program thread ended without a stop we saw (a forked child whose
     // thread returned, say): libc ends a process when its last thread ends,
     // and that must not be us. Stop here, then return, and libc exits.
-    int running = kRunning;
-    if (only_thread_left() && g_state.compare_exchange_strong(running, kStopping)) {
-      ctx().how = "the last thread's exit";
-      ctx().stop_mono_ns = sys::now_ns(CLOCK_MONOTONIC);
-      break;
-    }
+    if (only_thread_left() && claim_stop("the last thread's exit")) break;
   }
   finish::run(ctx());
   g_state.store(kDone);
@@ -282,13 +287,10 @@ __attribute__((constructor)) void init() {
 
 // Signal-safe: atomics, futexes and clock_gettime only.
 bool request_and_wait(const char* how) {
-  int s = kRunning;
-  if (g_state.compare_exchange_strong(s, kStopping)) {
-    ctx().how = how;
-    ctx().stop_mono_ns = sys::now_ns(CLOCK_MONOTONIC);
+  if (claim_stop(how)) {
     __atomic_store_n(&g_request, 1, __ATOMIC_RELEASE);
     sys::futex_wake(&g_request);
-  } else if (s != kStopping) {
+  } else if (g_state.load() != kStopping) {
     return true;
   }
   uint64_t deadline = sys::now_ns(CLOCK_MONOTONIC) + cfg().stop_timeout_ms * 1000000ull;
@@ -339,16 +341,15 @@ char* const* before_exec(char* const envp[]) {
   int state = g_state.load();
   if (state == kInert || vfork_child()) return envp;
   bool successor = env_profiles(envp);
-  if (state == kRunning) {
-    // The root's image before an exec is not its final one when what it
-    // execs profiles too: that one writes NAME.*.
-    if (g_root.load() && successor) ctx().stem = stem(false);
-    if (cfg().cpu_hz) signals::discard_pending_sampling_signal();
-    request_and_wait("exec");
-    if (cfg().cpu_hz) signals::discard_pending_sampling_signal();
-  } else if (state == kStopping) {
-    request_and_wait("exec");  // another thread's stop: let it finish first
-  }
+  // The root's image before an exec is not its final one when what it execs
+  // profiles too: that one writes NAME.*.
+  if (state == kRunning && g_root.load() && successor) ctx().stem = stem(false);
+  // This image's stop, or another thread's already under way: finished
+  // either way before the image is replaced.
+  request_and_wait("exec");
+  // The timers are gone now; a thread-directed sampling signal still
+  // pending would survive execve and kill the new image.
+  if (cfg().cpu_hz) signals::discard_pending_sampling_signal();
   if (!successor) return envp;
   // The new image is this pid's next generation. The copy and its marker
   // are this exec's own (another thread may exec at the same time): one
