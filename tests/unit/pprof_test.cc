@@ -159,6 +159,17 @@ Builder* new_cpu_builder() {
                      10000000);
 }
 
+// The CPU profile of build_cpu(), written gzip'ed into dir; "" if it fails.
+std::string write_cpu_profile(const TempDir& dir) {
+  Builder* b = new_cpu_builder();
+  build_cpu(b);
+  std::string file = dir.path + "/cpu.pprof";
+  bool ok = write_profile(*b, file);
+  delete b;
+  CHECK(ok);
+  return file;
+}
+
 }  // namespace
 
 TEST(encode_exact_bytes_minimal) {
@@ -235,11 +246,7 @@ TEST(check_valid_catches_unknown_mapping) {
 
 TEST(go_pprof_reads_cpu_profile) {
   TempDir dir;
-  Builder* b = new_cpu_builder();
-  build_cpu(b);
-  std::string file = dir.path + "/cpu.pprof";
-  CHECK(write_profile(*b, file));
-  delete b;
+  std::string file = write_cpu_profile(dir);
   std::string raw = go_pprof(dir, "-raw", file);
   CHECK(has(raw, "PeriodType: cpu nanoseconds"));
   CHECK(has(raw, "Period: 10000000"));
@@ -260,11 +267,7 @@ TEST(go_pprof_reads_cpu_profile) {
 
 TEST(go_pprof_top_cpu_flat_values) {
   TempDir dir;
-  Builder* b = new_cpu_builder();
-  build_cpu(b);
-  std::string file = dir.path + "/cpu.pprof";
-  CHECK(write_profile(*b, file));
-  delete b;
+  std::string file = write_cpu_profile(dir);
   std::string cpu = go_pprof(dir, "-top -sample_index=cpu", file);
   CHECK(has(cpu, "of 90ms total"));
   CHECK(flat_is(cpu, "spin", "50ms"));
