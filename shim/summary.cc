@@ -36,7 +36,8 @@ std::string format(const Figures& f) {
   }
   if (f.signal_taken) s += ", stopped early: the program took the sampling signal";
   if (f.dropped) {
-    snprintf(b, sizeof b, ", %llu dropped", (unsigned long long)f.dropped);
+    snprintf(b, sizeof b, ", %llu dropped (%.2f s of cpu not in the profile)", (unsigned long long)f.dropped,
+             f.dropped_s);
     s += b;
   }
   snprintf(b, sizeof b, " | wall %.2f s, cpu %.2f s | peak rss ", f.wall_s, f.cpu_s);

@@ -10,6 +10,7 @@ namespace summary {
 struct Figures {
   std::vector<std::string> files;  // full paths written
   uint64_t samples = 0, dropped = 0;
+  double dropped_s = 0;            // CPU the dropped samples stood for
   uint64_t unsampled_threads = 0;  // threads the kernel gave no CPU timer
   uint32_t hz = 0;
   bool signal_taken = false;       // the program took the sampling signal
