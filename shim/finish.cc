@@ -49,16 +49,6 @@ struct RawSample {
   int32_t tid = 0;
 };
 
-std::string read_all(const char* path) {
-  std::string out;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return out;
-  char buf[65536];
-  for (ssize_t r; (r = read(fd, buf, sizeof buf)) > 0;) out.append(buf, size_t(r));
-  close(fd);
-  return out;
-}
-
 // The shim's own mappings: every mapping of the file that holds this
 // function's code (matched by device, inode and path, not by the name
 // LD_PRELOAD used, which may go through a symlink or "..").
@@ -212,7 +202,7 @@ void run(const Context& ctx) {
   if (cfg.heap_sample && !have_heap) errors.push_back("heap profile not taken: " + err);
   f.heap_inuse_bytes = heap::allocated();
   f.heap_seen = heap::serves_malloc();
-  std::string maps = read_all("/proc/thread-self/maps");
+  std::string maps = sys::read_file("/proc/thread-self/maps");
   Self self = self_ranges(maps);
 
   std::vector<RawSample> cpu, mem;
@@ -245,6 +235,7 @@ void run(const Context& ctx) {
   f.samples = st.samples;
   f.signal_taken = signals::sampling_signal_taken();
   f.dropped = st.dropped;
+  f.dropped_s = double(st.dropped_nanos) / 1e9;
   f.unsampled_threads = st.timer_failures;
   for (const auto& s : cpu) f.profiled_cpu_s += double(s.values[1]) / 1e9;
   struct rusage ru;

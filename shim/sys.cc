@@ -50,6 +50,15 @@ bool write_all(int fd, const void* buf, size_t n) {
   return true;
 }
 
+std::string read_file(const char* path) {
+  std::string out, buf(65536, '\0');
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  for (ssize_t r; (r = read(fd, &buf[0], buf.size())) > 0;) out.append(buf.data(), size_t(r));
+  close(fd);
+  return out;
+}
+
 void futex_wait(volatile uint32_t* word, uint32_t expect, uint64_t timeout_ns) {
   struct timespec ts = {time_t(timeout_ns / 1000000000ull), long(timeout_ns % 1000000000ull)};
   syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expect, &ts, nullptr, 0);

@@ -6,6 +6,8 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include <string>
+
 namespace sys {
 
 pid_t gettid();
@@ -16,6 +18,10 @@ bool write_all(int fd, const void* buf, size_t n);
 // Futex on a 32-bit word: wait while *word == expect, at most timeout_ns.
 void futex_wait(volatile uint32_t* word, uint32_t expect, uint64_t timeout_ns);
 void futex_wake(volatile uint32_t* word);
+
+// A whole file (a /proc file, say), "" if it cannot be opened. Not
+// signal-safe; its buffer is on the heap, so it suits a small stack.
+std::string read_file(const char* path);
 
 // --- stderr channel (not signal-safe to init; line() is) -----------------
 // Remembers the stderr the process started with (a close-on-exec duplicate

@@ -20,6 +20,7 @@
 #include "heap.h"
 #include "procmaps.h"
 #include "sampler.h"
+#include "sys.h"
 
 // sampler.o and heap.o are not linked into the unit tests (the Makefile's
 // CORE_OBJS), which link this file: referenced weakly, they are null there
@@ -122,18 +123,6 @@ __attribute__((constructor)) void count_initial_objects() {
   dl_iterate_phdr(count_objects, &n);
   g_initial = n;
   g_create = reinterpret_cast<CreateFn>(dlsym(RTLD_NEXT, "pthread_create"));
-}
-
-// The buffer is on the heap: this runs on the program's thread, whose stack
-// may be small.
-std::string read_maps() {
-  std::string out;
-  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return out;
-  std::vector<char> buf(65536);
-  for (ssize_t r; (r = read(fd, buf.data(), buf.size())) > 0;) out.append(buf.data(), size_t(r));
-  close(fd);
-  return out;
 }
 
 // The addresses finish will look up: the interrupted instruction as is,
@@ -271,7 +260,9 @@ void* helper(void* arg) {
   t_busy = true;  // a dlclose inside the symbolizer records nothing
   if (heap::set_thread_active) heap::set_thread_active(false);
   const Job& job = *static_cast<const Job*>(arg);
-  const std::string maps = read_maps();
+  // The thread-self view: after pthread_exit from main, /proc/self is the
+  // exited leader.
+  const std::string maps = sys::read_file("/proc/thread-self/maps");
   for (size_t i = 0; i < job.objs.size(); ++i) record(maps, job.objs[i], job.addrs[i], job.pid);
   return nullptr;
 }
