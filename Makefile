@@ -21,8 +21,11 @@ SHIM_OBJS := $(patsubst shim/%.cc,$(BUILD)/shim/%.o,$(SHIM_SRCS))
 # and libdw are dlopen()ed RTLD_LOCAL only when profiling is active, so their
 # symbols never bind for the host; jemalloc's _Unwind_Backtrace binds to
 # libgcc_s (docs/DESIGN.md).
+# -z now: every symbol the shim's signal handlers reach is bound at load,
+# never lazily inside a handler (the lazy resolver saves the whole vector
+# state on whatever stack the handler runs on).
 SHIM_LDFLAGS := -shared -Wl,--version-script=shim/exports.map \
-                -Wl,-z,nodelete -Wl,--no-undefined \
+                -Wl,-z,nodelete -Wl,-z,now -Wl,--no-undefined \
                 -static-libstdc++ -Wl,--as-needed
 SHIM_LDLIBS  := -Wl,--whole-archive $(BUILD)/jemalloc_pic.a -Wl,--no-whole-archive \
                 -lgcc_s -lz -ldl -lpthread -lm
@@ -45,9 +48,17 @@ $(BUILD)/shim/%.o: shim/%.cc $(wildcard shim/*.h) | $(BUILD)/.deps-ok
 # Debian's archive with its code moved into one named section, so the shim
 # knows the allocator's address range exactly (__start_/__stop_profshim_alloc)
 # and cuts heap stacks at the allocation call (docs/DESIGN.md).
+# jemalloc's C++ operators are left out: the shim's own (recover.cc) never
+# throw, and a failed allocation in the stop ends the stop, not the process.
 $(BUILD)/jemalloc_pic.a: $(LIBDIR)/libjemalloc_pic.a | $(BUILD)/.deps-ok
 	objcopy --rename-section .text=profshim_alloc --rename-section .text.unlikely=profshim_alloc \
-	        --rename-section .text.startup=profshim_alloc $< $@
+	        --rename-section .text.startup=profshim_alloc $< $@.tmp
+	ar d $@.tmp jemalloc_cpp.pic.o
+	mv -f $@.tmp $@
+
+# On a fresh machine the archive comes with install-deps.
+$(LIBDIR)/libjemalloc_pic.a:
+	@scripts/install-deps
 
 $(LIB): $(SHIM_OBJS) shim/exports.map $(BUILD)/jemalloc_pic.a
 	$(CXX) $(CXXFLAGS) $(SHIM_LDFLAGS) -o $@.tmp $(SHIM_OBJS) $(SHIM_LDLIBS)
@@ -57,9 +68,11 @@ $(LIB): $(SHIM_OBJS) shim/exports.map $(BUILD)/jemalloc_pic.a
 # --- tests -----------------------------------------------------------------
 UNIT_SRCS := $(wildcard tests/unit/*_test.cc)
 UNIT_BINS := $(patsubst tests/unit/%.cc,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
-# Unit tests link the shim's objects directly (no preload), minus the
-# interposition layer and the allocator.
-CORE_OBJS := $(filter-out $(addprefix $(BUILD)/shim/,hooks.o allocator.o lifecycle.o heap.o finish.o signals.o sampler.o real.o),$(SHIM_OBJS))
+# Unit tests link the shim's pure objects directly (no preload): the
+# encoders, the writer, the parsers and the symbolizer (unload.o reaches the
+# sampler, the heap and recover only through weak references).
+CORE_OBJS := $(addprefix $(BUILD)/shim/,atomic_file.o config.o gzip.o heap_dump.o pb.o pprof.o procmaps.o \
+               summary.o symbolize.o symbolize_dwarf.o sys.o unload.o)
 
 $(BUILD)/tests/unit/%: tests/unit/%.cc $(CORE_OBJS) tests/unit/check.h $(wildcard tests/fixtures/*.h) | $(BUILD)/.deps-ok
 	@mkdir -p $(dir $@)

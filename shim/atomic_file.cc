@@ -10,12 +10,43 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
+
 namespace atomic_file {
 
 ssize_t (*write_fn)(int, const void*, size_t) = ::write;
 int (*fsync_fn)(int) = ::fsync;
 
 namespace {
+
+// Files and directories the shim creates are never group- or world-writable,
+// whatever the program's umask (a stricter umask still applies).
+constexpr mode_t kFileMode = 0644, kDirMode = 0755;
+
+// The temporary being written, so that a stop that gave up can remove it
+// (the process may end before the writer would have), and the writer's
+// phase: a rename happens only while nobody gave up.
+enum Phase : int { kIdle = 0, kRenaming, kAbandoned };
+struct InFlight {
+  std::atomic<int> phase;
+  std::atomic<uint32_t> seq;  // odd while path is being written
+  char path[4096];
+};
+InFlight g_inflight;
+
+void note_temp(const std::string& tmp) {
+  g_inflight.seq.fetch_add(1, std::memory_order_acq_rel);
+  size_t n = tmp.size() < sizeof g_inflight.path - 1 ? tmp.size() : sizeof g_inflight.path - 1;
+  memcpy(g_inflight.path, tmp.data(), n);
+  g_inflight.path[n] = 0;
+  g_inflight.seq.fetch_add(1, std::memory_order_release);
+}
+
+void forget_temp() {
+  g_inflight.seq.fetch_add(1, std::memory_order_acq_rel);
+  g_inflight.path[0] = 0;
+  g_inflight.seq.fetch_add(1, std::memory_order_release);
+}
 
 std::string why(const char* what, const std::string& path, int err) {
   return std::string(what) + " " + path + ": " + strerror(err);
@@ -33,7 +64,7 @@ int create_temp(const std::string& dir, const std::string& name, std::string* tm
     // "<dir>/.<name>.tmp.<pid>.<16 hex digits>"
     snprintf(suffix, sizeof suffix, ".tmp.%d.%016llx", int(getpid()), (unsigned long long)r);
     *tmp = dir + "/." + name + suffix;
-    int fd = open(tmp->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    int fd = open(tmp->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, kFileMode);
     if (fd >= 0) return fd;
     *err = errno;
     if (errno != EEXIST) return -1;
@@ -55,9 +86,33 @@ bool write_all(int fd, const std::string& data, int* err) {
   return true;
 }
 
+// Running as root, a directory on the way that another user owns (or a
+// symlink of theirs) lets that user point the profiles anywhere: refused, the
+// rule sshd's StrictModes and systemd-tmpfiles apply.
+std::string check_owners(const std::string& dir) {
+  if (geteuid() != 0) return "";
+  std::string abs = dir;
+  if (abs.empty() || abs[0] != '/') {
+    char cwd[4096];
+    if (!getcwd(cwd, sizeof cwd)) return why("cannot use", dir, errno);
+    abs = std::string(cwd) + "/" + dir;
+  }
+  for (size_t j = abs.find('/', 1);; j = abs.find('/', j + 1)) {
+    std::string prefix = abs.substr(0, j);
+    struct stat st;
+    if (lstat(prefix.c_str(), &st) == 0 && st.st_uid != 0)
+      return "refusing " + prefix + ": owned by uid " + std::to_string(st.st_uid) +
+             ", not root, while running as root (that user could redirect the profiles)";
+    if (j == std::string::npos) break;
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string ensure_dir(const std::string& dir) {
+  std::string owners = check_owners(dir);  // before anything is created there
+  if (!owners.empty()) return owners;
   std::string path;
   size_t i = 0;
   while (i <= dir.size()) {
@@ -66,7 +121,7 @@ std::string ensure_dir(const std::string& dir) {
     path = dir.substr(0, j);
     i = j + 1;
     if (path.empty()) continue;
-    if (mkdir(path.c_str(), 0777) != 0 && errno != EEXIST) return why("cannot create", path, errno);
+    if (mkdir(path.c_str(), kDirMode) != 0 && errno != EEXIST) return why("cannot create", path, errno);
   }
   struct stat st;
   if (stat(dir.c_str(), &st) != 0) return why("cannot use", dir, errno);
@@ -82,18 +137,43 @@ std::string ensure_dir(const std::string& dir) {
 
 std::string write(const std::string& dir, const std::string& name, const std::string& data) {
   std::string tmp, target = dir + "/" + name;
+  if (g_inflight.phase.load() == kAbandoned) return "the stop gave up before " + target + " was written";
   int err = 0;
   int fd = create_temp(dir, name, &tmp, &err);
   if (fd < 0) return why("cannot create a temporary for", target, err);
+  note_temp(tmp);
   bool ok = write_all(fd, data, &err);
   if (ok && fsync_fn(fd) != 0) ok = false, err = errno;
   if (close(fd) != 0 && ok) ok = false, err = errno;
-  if (ok && rename(tmp.c_str(), target.c_str()) != 0) ok = false, err = errno;
-  if (!ok) {
-    unlink(tmp.c_str());
-    return why("cannot write", target, err);
+  int idle = kIdle;
+  bool may_rename = ok && g_inflight.phase.compare_exchange_strong(idle, kRenaming);
+  if (may_rename) {
+    if (rename(tmp.c_str(), target.c_str()) != 0) ok = false, err = errno;
+    g_inflight.phase.store(kIdle);
   }
+  if (!ok || !may_rename) unlink(tmp.c_str());
+  forget_temp();
+  if (!ok) return why("cannot write", target, err);
+  if (!may_rename) return "the stop gave up before " + target + " was written";
   return "";
 }
+
+void abandon() {
+  // A rename under way takes microseconds, unless the file system hangs.
+  for (int i = 0; i < 50000; ++i) {
+    int idle = kIdle;
+    if (g_inflight.phase.compare_exchange_strong(idle, kAbandoned) || idle == kAbandoned) break;
+    struct timespec ts = {0, 1000};
+    nanosleep(&ts, nullptr);
+  }
+  g_inflight.phase.store(kAbandoned);
+  char path[sizeof g_inflight.path];
+  uint32_t s1 = g_inflight.seq.load(std::memory_order_acquire);
+  memcpy(path, g_inflight.path, sizeof path);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (!(s1 & 1) && g_inflight.seq.load(std::memory_order_relaxed) == s1 && path[0]) unlink(path);
+}
+
+void reset() { g_inflight.phase.store(kIdle); }
 
 }  // namespace atomic_file

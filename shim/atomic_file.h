@@ -1,5 +1,5 @@
 // atomic_file: the only code that creates directories and files for the
-// profiles. A profile is written to a hidden temporary beside its target
+// profiles, never group- or world-writable whatever the umask. A profile is written to a hidden temporary beside its target
 // (O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC), synced, then renamed over the
 // target, so a reader never sees a partial file and a symlink planted at the
 // final name is replaced, never followed. The I/O calls go through mutable
@@ -18,6 +18,12 @@ std::string ensure_dir(const std::string& dir);
 // Writes data to dir/name atomically. "" on success, else why not; on
 // failure the target is untouched and no temporary is left behind.
 std::string write(const std::string& dir, const std::string& name, const std::string& data);
+
+// A stop that gave up waiting for the writer: no rename happens after this,
+// and the temporary being written, if any, is removed. Signal-safe.
+void abandon();
+// A new stop of the same process (after a failed exec, in a fork child).
+void reset();
 
 extern ssize_t (*write_fn)(int fd, const void* buf, size_t n);
 extern int (*fsync_fn)(int fd);

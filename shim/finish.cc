@@ -11,16 +11,17 @@
 #include <vector>
 
 #include "atomic_file.h"
+#include "errline.h"
 #include "gzip.h"
 #include "heap.h"
 #include "heap_dump.h"
 #include "pprof.h"
 #include "procmaps.h"
 #include "sampler.h"
-#include "signals.h"
 #include "summary.h"
 #include "symbolize.h"
 #include "sys.h"
+#include "unwind.h"
 #include "wrappers.h"
 
 namespace finish {
@@ -41,12 +42,17 @@ struct Self {
   }
   bool in_wrap(uint64_t pc) const { return pc >= wrap.lo && pc < wrap.hi; }
   bool in_alloc(uint64_t pc) const { return pc >= alloc.lo && pc < alloc.hi; }
+  // The shim's own code, not the allocator it serves the program with: its
+  // wrappers, its signal handlers, its dlclose hook. Work done there on a
+  // program's thread is the program's call's cost, shown at the caller.
+  bool shim_own(uint64_t pc) const { return in_wrap(pc) || (in_text(pc) && !in_alloc(pc)); }
 };
 
 struct RawSample {
   std::vector<uint64_t> addrs;  // adjusted to lie inside the instruction; leaf first
   std::vector<int64_t> values;
   int32_t tid = 0;
+  uint32_t serial = 0;  // the thread's, for its name
 };
 
 // The shim's own mappings: every mapping of the file that holds this
@@ -70,11 +76,13 @@ void add_cpu(const sampler::Stack& st, void* arg) {
   auto* a = static_cast<std::pair<const Self*, std::vector<RawSample>*>*>(arg);
   RawSample r;
   for (uint32_t i = 0; i < st.depth; ++i) {
-    if (a->first->in_wrap(st.pcs[i])) continue;
-    r.addrs.push_back(i == 0 ? st.pcs[i] : st.pcs[i] - 1);
+    uint64_t addr = unwind::lookup_addr(st.pcs[i]);
+    if (!a->first->shim_own(addr)) r.addrs.push_back(addr);
   }
+  if (r.addrs.empty()) return;  // all the shim's (its own threads are not sampled)
   r.values = {int64_t(st.count), int64_t(st.nanos)};
   r.tid = st.tid;
+  r.serial = st.serial;
   a->second->push_back(std::move(r));
 }
 
@@ -110,7 +118,7 @@ void gather(const std::vector<RawSample>& samples, Symbols* sym) {
 void fill(pprof::Builder& b, const std::vector<RawSample>& samples, const Symbols& sym, bool labels) {
   for (const auto& m : sym.mappings) b.add_mapping(m);
   std::unordered_map<uint64_t, uint64_t> loc;
-  std::unordered_map<int32_t, std::string> names;
+  std::unordered_map<uint32_t, std::string> names;
   for (const auto& s : samples) {
     std::vector<uint64_t> ids;
     for (uint64_t a : s.addrs) {
@@ -124,8 +132,8 @@ void fill(pprof::Builder& b, const std::vector<RawSample>& samples, const Symbol
     }
     std::vector<pprof::Label> ls;
     if (labels) {
-      auto n = names.find(s.tid);
-      if (n == names.end()) n = names.emplace(s.tid, sampler::thread_name(s.tid)).first;
+      auto n = names.find(s.serial);
+      if (n == names.end()) n = names.emplace(s.serial, sampler::thread_name(s.serial)).first;
       pprof::Label id;
       id.key = "thread_id", id.num = s.tid, id.is_num = true;
       ls.push_back(id);
@@ -139,9 +147,9 @@ void fill(pprof::Builder& b, const std::vector<RawSample>& samples, const Symbol
   }
 }
 
-// Teardown errors are collected and reported as one line at the end: the
-// stop says once what it could not do, whatever the number of files.
-bool emit(pprof::Builder& b, const Context& ctx, const char* kind, summary::Figures* f,
+// Teardown errors are collected and reported in the one line at the end:
+// the stop says once what it could not do, whatever the number of files.
+bool emit(pprof::Builder& b, Context& ctx, const char* kind, summary::Figures* f,
           std::vector<std::string>* errors) {
   std::string bad = b.check_valid();
   std::string name = ctx.stem + "." + kind + ".pprof";
@@ -159,13 +167,19 @@ bool emit(pprof::Builder& b, const Context& ctx, const char* kind, summary::Figu
     errors->push_back(err);
     return false;
   }
-  f->files.push_back(ctx.cfg->dir + "/" + name);
+  std::string path = ctx.cfg->dir + "/" + name;
+  f->files.push_back(path);
+  int i = ctx.nwritten.load();
+  if (i < 2 && path.size() < sizeof ctx.written[0]) {
+    memcpy(ctx.written[i], path.c_str(), path.size() + 1);
+    ctx.nwritten.store(i + 1, std::memory_order_release);
+  }
   return true;
 }
 
-void cpu_profile(const Context& ctx, const std::vector<RawSample>& s, const Symbols& sym,
-                 summary::Figures* f, std::vector<std::string>* errors) {
-  int64_t period = int64_t(1000000000ull / ctx.cfg->cpu_hz);
+void cpu_profile(Context& ctx, const std::vector<RawSample>& s, const Symbols& sym, summary::Figures* f,
+                 std::vector<std::string>* errors) {
+  int64_t period = int64_t(sampler::period_ns());
   pprof::Builder b({{"samples", "count"}, {"cpu", "nanoseconds"}}, {"cpu", "nanoseconds"}, period);
   b.set_default_sample_type("cpu");
   b.set_time(int64_t(ctx.start_real_ns), int64_t(ctx.stop_mono_ns - ctx.start_mono_ns));
@@ -174,8 +188,8 @@ void cpu_profile(const Context& ctx, const std::vector<RawSample>& s, const Symb
   emit(b, ctx, "cpu", f, errors);
 }
 
-void heap_profile(const Context& ctx, const std::vector<RawSample>& s, const Symbols& sym,
-                  uint64_t period, summary::Figures* f, std::vector<std::string>* errors) {
+void heap_profile(Context& ctx, const std::vector<RawSample>& s, const Symbols& sym, uint64_t period,
+                  summary::Figures* f, std::vector<std::string>* errors) {
   pprof::Builder b({{"alloc_objects", "count"}, {"alloc_space", "bytes"}, {"inuse_objects", "count"},
                     {"inuse_space", "bytes"}},
                    {"space", "bytes"}, int64_t(period));
@@ -186,9 +200,44 @@ void heap_profile(const Context& ctx, const std::vector<RawSample>& s, const Sym
   emit(b, ctx, "heap", f, errors);
 }
 
+// Appends what was written so far (signal-safe: no allocation).
+size_t append_written(const Context& ctx, char* buf, size_t len, size_t cap) {
+  auto put = [&](const char* t) {
+    for (; *t && len + 1 < cap; ++t) buf[len++] = *t;
+  };
+  int n = ctx.nwritten.load(std::memory_order_acquire);
+  if (n == 0) put("; wrote no profile");
+  for (int i = 0; i < n && i < 2; ++i) {
+    put(i == 0 ? "; wrote " : " ");
+    put(ctx.written[i]);
+  }
+  buf[len] = 0;
+  return len;
+}
+
 }  // namespace
 
-void run(const Context& ctx) {
+void report_failure(Context& ctx, const char* why) {
+  if (ctx.reported.exchange(true)) return;
+  char buf[3072] = "error: the stop ended early: ";
+  size_t len = strlen(buf);
+  for (const char* t = why; *t && len + 1 < sizeof buf; ++t) buf[len++] = *t;
+  append_written(ctx, buf, len, sizeof buf);
+  errline::line(buf);
+}
+
+void report_timeout(Context& ctx) {
+  if (ctx.reported.exchange(true)) return;
+  char buf[3072] = "error: the stop did not finish within ";
+  size_t len = strlen(buf);
+  for (const char* t = ctx.timeout_text; *t && len + 1 < sizeof buf; ++t) buf[len++] = *t;
+  const char* mid = " s (PROFILE_STOP_TIMEOUT): gave up, the process ends as it would have";
+  for (const char* t = mid; *t && len + 1 < sizeof buf; ++t) buf[len++] = *t;
+  append_written(ctx, buf, len, sizeof buf);
+  errline::line(buf);
+}
+
+void run(Context& ctx) {
   const config::Config& cfg = *ctx.cfg;
   summary::Figures f;
   f.hz = cfg.cpu_hz;
@@ -200,7 +249,6 @@ void run(const Context& ctx) {
   std::string heap_text, err;
   bool have_heap = cfg.heap_sample && heap::dump(&heap_text, &err);
   if (cfg.heap_sample && !have_heap) errors.push_back("heap profile not taken: " + err);
-  f.heap_inuse_bytes = heap::allocated();
   f.heap_seen = heap::serves_malloc();
   std::string maps = sys::read_file("/proc/thread-self/maps");
   Self self = self_ranges(maps);
@@ -216,6 +264,7 @@ void run(const Context& ctx) {
     have_heap = false;
   }
   if (have_heap) collect_heap(dump, self, &mem);
+  for (const auto& m : mem) f.heap_inuse_bytes += uint64_t(m.values[3]);
 
   Symbols sym;
   gather(cpu, &sym);
@@ -232,8 +281,9 @@ void run(const Context& ctx) {
   if (have_heap) heap_profile(ctx, mem, sym, dump.period, &f, &errors);
 
   sampler::Stats st = sampler::stats();
-  f.samples = st.samples;
-  f.signal_taken = signals::sampling_signal_taken();
+  f.samples = st.expirations;
+  f.signals = st.signals;
+  f.credited = st.credited;
   f.dropped = st.dropped;
   f.dropped_s = double(st.dropped_nanos) / 1e9;
   f.unsampled_threads = st.timer_failures;
@@ -245,12 +295,14 @@ void run(const Context& ctx) {
   f.peak_rss_bytes = uint64_t(ru.ru_maxrss) * 1024;
   f.wall_s = double(ctx.stop_mono_ns - ctx.start_mono_ns) / 1e9;
   f.stop_ms = double(sys::now_ns(CLOCK_MONOTONIC) - ctx.stop_mono_ns) / 1e6;
+  if (ctx.reported.exchange(true)) return;  // someone gave up on us: their line stands
+  std::string line = summary::format(f);
   if (!errors.empty()) {
     std::string all = "error:";
     for (size_t i = 0; i < errors.size(); ++i) all += (i ? "; " : " ") + errors[i];
-    sys::line(all.c_str());
+    line = all + "; " + line;
   }
-  sys::line(summary::format(f).c_str());
+  errline::line(line.c_str());
 }
 
 }  // namespace finish

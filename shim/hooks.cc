@@ -1,20 +1,21 @@
-// hooks: every libc symbol the shim interposes for the stop paths, signal
-// dispositions and thread starts, each a thin wrapper: pass straight
-// through when inert, otherwise call into lifecycle / signals / sampler and
-// then the original (real.h). The allocator's symbols are in allocator.cc.
+// hooks: the libc symbols the shim interposes for the stop paths, exec and
+// thread starts, each a thin wrapper: pass straight through when inert,
+// otherwise call into lifecycle and then the original (real.h). The signal
+// API's wrappers are in hooks_signal.cc, the descriptor calls' in
+// hooks_fd.cc, the allocator's symbols in allocator.cc.
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <sys/stat.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "heap.h"
 #include "lifecycle.h"
 #include "real.h"
-#include "sampler.h"
-#include "signals.h"
+#include "sigmask.h"
 #include "unload.h"
 #include "wrappers.h"
 
@@ -37,22 +38,22 @@ PROFSHIM_WRAPPER int main_wrapper(int argc, char** argv, char** envp) {
 struct Start {
   void* (*fn)(void*);
   void* arg;
+  bool view;  // the creator's view of the shim's signal in its mask
 };
 
 PROFSHIM_WRAPPER void* thread_start(void* p) {
   Start s = *static_cast<Start*>(p);
   free(p);
-  lifecycle::thread_started();
-  sampler::thread_begin();
+  lifecycle::thread_started(s.view, reinterpret_cast<void*>(s.fn));
   return s.fn(s.arg);
 }
 
 // The old image's profiles before the exec; profiling resumes if it fails.
 // A shell searching PATH calls execve once per directory: a path that is not
 // an executable file fails without a stop (the stop costs tens of ms).
-template <typename Call>
-int around_exec(bool runnable, char* const envp[], Call call) {
-  if (!runnable) return call(envp);
+template <typename Check, typename Call>
+int around_exec(Check runnable_now, char* const envp[], Call call) {
+  if (!lifecycle::profiling() || !runnable_now()) return call(envp);
   char* const* env = lifecycle::before_exec(envp);
   int rc = call(env);
   int saved = errno;
@@ -65,6 +66,31 @@ bool runnable(int dirfd, const char* path) {
   struct stat st;
   return path && faccessat(dirfd, path, X_OK, AT_EACCESS) == 0 && fstatat(dirfd, path, &st, 0) == 0 &&
          S_ISREG(st.st_mode);
+}
+
+// Whether execvp's search (glibc's: PATH, else /bin:/usr/bin; an empty
+// entry is the current directory) would find something to run: a command
+// that is nowhere fails as it does without the shim, with no stop.
+bool found_in_path(const char* file) {
+  if (!file || !*file) return false;
+  if (strchr(file, '/')) return runnable(AT_FDCWD, file);
+  const char* path = getenv("PATH");
+  if (!path) path = "/bin:/usr/bin";
+  size_t flen = strlen(file);
+  for (const char* p = path;; ++p) {
+    const char* end = strchrnul(p, ':');
+    size_t dlen = size_t(end - p);
+    char buf[4096];
+    if (dlen + flen + 2 <= sizeof buf) {
+      memcpy(buf, p, dlen);
+      size_t n = dlen;
+      if (n) buf[n++] = '/';
+      memcpy(buf + n, file, flen + 1);
+      if (runnable(AT_FDCWD, buf)) return true;
+    }
+    if (!*end) return false;
+    p = end;
+  }
 }
 
 // execl's variadic arguments as an argv (the list ends with a null).
@@ -134,38 +160,30 @@ EXPORT void _Exit(int status) noexcept {
   __builtin_unreachable();
 }
 
-// --- signals ---------------------------------------------------------------
-
-EXPORT int sigaction(int sig, const struct sigaction* act, struct sigaction* old) noexcept {
-  return signals::on_sigaction(sig, act, old);
-}
-
-EXPORT sighandler_t signal(int sig, sighandler_t handler) noexcept {
-  return signals::on_signal(sig, handler);
-}
-
 // --- exec ------------------------------------------------------------------
 
 EXPORT int execve(const char* path, char* const argv[], char* const envp[]) noexcept {
-  return around_exec(runnable(AT_FDCWD, path), envp,
+  return around_exec([&] { return runnable(AT_FDCWD, path); }, envp,
                      [&](char* const* env) { return real::execve()(path, argv, env); });
 }
 
 EXPORT int execv(const char* path, char* const argv[]) noexcept {
-  return around_exec(runnable(AT_FDCWD, path), environ,
+  return around_exec([&] { return runnable(AT_FDCWD, path); }, environ,
                      [&](char* const* env) { return real::execve()(path, argv, env); });
 }
 
 EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) noexcept {
-  return around_exec(true, envp, [&](char* const* env) { return real::execvpe()(file, argv, env); });
+  return around_exec([&] { return found_in_path(file); }, envp,
+                     [&](char* const* env) { return real::execvpe()(file, argv, env); });
 }
 
 EXPORT int execvp(const char* file, char* const argv[]) noexcept {
-  return around_exec(true, environ, [&](char* const* env) { return real::execvpe()(file, argv, env); });
+  return around_exec([&] { return found_in_path(file); }, environ,
+                     [&](char* const* env) { return real::execvpe()(file, argv, env); });
 }
 
 EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) noexcept {
-  return around_exec(true, envp, [&](char* const* env) { return real::fexecve()(fd, argv, env); });
+  return around_exec([] { return true; }, envp, [&](char* const* env) { return real::fexecve()(fd, argv, env); });
 }
 
 EXPORT int execveat(int dirfd, const char* path, char* const argv[], char* const envp[], int flags) noexcept {
@@ -173,8 +191,8 @@ EXPORT int execveat(int dirfd, const char* path, char* const argv[], char* const
     errno = ENOSYS;
     return -1;
   }
-  bool ok = (flags & AT_EMPTY_PATH) || runnable(dirfd, path);
-  return around_exec(ok, envp, [&](char* const* env) { return real::execveat()(dirfd, path, argv, env, flags); });
+  return around_exec([&] { return (flags & AT_EMPTY_PATH) || runnable(dirfd, path); }, envp,
+                     [&](char* const* env) { return real::execveat()(dirfd, path, argv, env, flags); });
 }
 
 EXPORT int execl(const char* path, const char* arg, ...) noexcept {
@@ -201,7 +219,7 @@ EXPORT int pthread_create(pthread_t* t, const pthread_attr_t* attr, void* (*fn)(
   Start* s = static_cast<Start*>(malloc(sizeof(Start)));
   heap::set_thread_active(was);
   if (!s) return real::pthread_create()(t, attr, fn, arg);
-  *s = {fn, arg};
+  *s = {fn, arg, sigmask::view()};
   lifecycle::thread_creating();
   int rc = real::pthread_create()(t, attr, thread_start, s);
   if (rc != 0) {
@@ -212,7 +230,7 @@ EXPORT int pthread_create(pthread_t* t, const pthread_attr_t* attr, void* (*fn)(
 }
 
 EXPORT void pthread_exit(void* rv) {
-  if (getpid() == gettid()) lifecycle::main_thread_exiting();
+  if (lifecycle::profiling() && getpid() == gettid()) lifecycle::main_thread_exiting();
   real::pthread_exit()(rv);
   __builtin_unreachable();
 }

@@ -1,12 +1,9 @@
-// lifecycle: setup, the state machine, the stop thread, the bounded stop
-// and the image's identity; see lifecycle.h.
+// lifecycle: setup, the state machine and where the stop runs; see
+// lifecycle.h.
 #include "lifecycle.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,39 +16,42 @@
 
 #include "atomic_file.h"
 #include "config.h"
+#include "errline.h"
 #include "finish.h"
+#include "freeze.h"
 #include "heap.h"
+#include "image.h"
+#include "own_signal.h"
 #include "real.h"
+#include "recover.h"
 #include "sampler.h"
+#include "sigmask.h"
 #include "signals.h"
+#include "stack.h"
 #include "symbolize.h"
 #include "sys.h"
+#include "unwind.h"
 
 namespace lifecycle {
 namespace {
 
 enum State : int { kInert, kRunning, kStopping, kDone };
 
-// "ROOTPID:PID:GEN:SESSION" in the environment of every profiled image: the
-// root process's pid, the pid of the image that set it, how many execs that
-// pid has made, and a hash of PROFILE_DIR and PROFILE_NAME. A descendant the
-// shim never saw start (posix_spawn, vfork, system) knows from it that it is
-// not the root; an exec'd image of the same pid knows its generation, so no
-// two images name the same files.
-const char kImageVar[] = "PROFSHIM_IMAGE";
+constexpr size_t kStopStack = size_t(2) << 20;  // libdw's line tables want ~150 KiB; room to spare
+constexpr uint64_t kRetryNs = 1000000;         // a fatal signal inside the allocator: again in 1 ms
+constexpr int kMaxRetries = 200;
 
 std::atomic<int> g_state{kInert};
-std::atomic<int> g_pid{0};       // the pid this image profiles as
-std::atomic<bool> g_root{true};  // the root process (its final image writes NAME.*)
-std::atomic<int> g_root_pid{0};
-std::atomic<int> g_gen{0};       // execs this pid has made under the shim
+std::atomic<bool> g_gave_up{false};  // a waiter gave up on this image's stop
 std::atomic<bool> g_main_exited{false};
-std::atomic<long> g_threads{0};  // threads started through the shim, alive
+std::atomic<long> g_threads{0};      // threads started through the shim, alive
+std::atomic<int> g_execs{0};         // execs under way (each stopped the image)
 pthread_key_t g_thread_key;
-char g_timeout_msg[160];
-// Futex words: the stop thread sleeps on g_request; stoppers sleep on g_done.
-volatile uint32_t g_request = 0;
-volatile uint32_t g_done = 0;
+volatile uint32_t g_done = 0;        // futex word: the stop finished
+// A fatal signal's stop: which signal (for its watchdog), and the one being
+// deferred while its thread was inside the allocator.
+std::atomic<int> g_fatal_sig{0}, g_deferred_sig{0}, g_retries{0};
+__thread bool t_stopping;  // this thread runs a stop inline (a fatal signal's)
 
 // Built on first use (our constructor may run before this file's C++
 // initialisers would) and never destroyed: after a stop that timed out, the
@@ -61,137 +61,157 @@ config::Config& cfg() {
   return *c;
 }
 finish::Context& ctx() {
-  static finish::Context* c = new finish::Context;
+  static finish::Context* c = new finish::Context();
   return *c;
 }
 
 pid_t raw_getpid() { return pid_t(syscall(SYS_getpid)); }
 
-bool vfork_child() { return raw_getpid() != g_pid.load(std::memory_order_relaxed); }
+bool vfork_child() { return raw_getpid() != image::pid(); }
 
 [[noreturn]] void fail(const std::string& why) {
-  sys::line(("error: " + why).c_str());
+  errline::line(("error: " + why).c_str());
   // Before main: nothing of the program's has run, so nothing to flush.
   syscall(SYS_exit_group, 78);
   __builtin_unreachable();
 }
 
-std::string program_name() {
-  char buf[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return "prog";
-  buf[n] = 0;
-  const char* base = strrchr(buf, '/');
-  return config::slug(base ? base + 1 : buf);
-}
-
-// "<name>" for the root's final image, "<name>.<prog>.<pid>" for any other,
-// with ".<gen>" after an exec of the same pid.
-std::string stem(bool root) {
-  if (root) return cfg().name;
-  std::string s = cfg().name + "." + program_name() + "." + std::to_string(g_pid.load());
-  if (int gen = g_gen.load()) s += "." + std::to_string(gen);
-  return s;
-}
-
-// Which profiling session an image belongs to: its directory and name. A
-// profiled program that starts another with a PROFILE_DIR or PROFILE_NAME
-// of its own starts a new session, with a root of its own.
-unsigned long long session() {
-  unsigned long long h = 1469598103934665603ull;  // FNV-1a
-  for (char c : cfg().dir + "/" + cfg().name) h = (h ^ (unsigned char)c) * 1099511628211ull;
-  return h;
-}
-
-std::string image_value(int gen) {
-  char b[96];
-  snprintf(b, sizeof b, "%d:%d:%d:%016llx", g_root_pid.load(), g_pid.load(), gen, session());
-  return b;
-}
-
-void read_identity() {
-  int root = 0, pid = 0, gen = 0;
-  unsigned long long sess = 0;
-  const char* v = getenv(kImageVar);
-  pid_t me = g_pid.load();
-  if (v && sscanf(v, "%d:%d:%d:%llx", &root, &pid, &gen, &sess) == 4 && root > 0 && sess == session()) {
-    bool same_pid = pid == me;  // an image after an exec of ours
-    g_root_pid.store(root);
-    g_gen.store(same_pid ? gen : 0);
-    g_root.store(same_pid && root == me);
-  } else {
-    g_root_pid.store(me);
-    g_gen.store(0);
-    g_root.store(true);
-  }
-  setenv(kImageVar, image_value(g_gen.load()).c_str(), 1);
-}
-
-// Whether every thread of the program has ended and only the calling one
-// (the stop thread) is left.
-bool only_thread_left() {
-  char buf[4096];
-  int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return false;
-  buf[n] = 0;
-  const char* t = strstr(buf, "\nThreads:");
-  return t && atoi(t + 9) == 1;
+const char* signal_name(int sig) {
+  static const char* const kNames[] = {
+      "signal 0",       "signal SIGHUP",  "signal SIGINT",  "signal SIGQUIT", "signal SIGILL",
+      "signal SIGTRAP", "signal SIGABRT", "signal SIGBUS",  "signal SIGFPE",  "signal SIGKILL",
+      "signal SIGUSR1", "signal SIGSEGV", "signal SIGUSR2", "signal SIGPIPE", "signal SIGALRM",
+      "signal SIGTERM", "signal 16",      "signal 17",      "signal 18",      "signal 19",
+      "signal 20",      "signal 21",      "signal 22",      "signal 23",      "signal SIGXCPU",
+      "signal SIGXFSZ"};
+  if (sig == own_signal::number()) return "signal SIGRTMAX-4";
+  return sig > 0 && sig < int(sizeof kNames / sizeof kNames[0]) ? kNames[sig] : "a signal";
 }
 
 // The first stop path wins: RUNNING -> STOPPING, and what the stop reports.
+// Signal-safe.
 bool claim_stop(const char* how) {
   int running = kRunning;
   if (!g_state.compare_exchange_strong(running, kStopping)) return false;
-  ctx().how = how;
-  ctx().stop_mono_ns = sys::now_ns(CLOCK_MONOTONIC);
+  finish::Context& c = ctx();
+  c.how = how;
+  c.stop_mono_ns = sys::now_ns(CLOCK_MONOTONIC);
+  c.deadline_mono_ns = c.stop_mono_ns + cfg().stop_timeout_ms * 1000000ull;
   return true;
 }
 
-void* stop_thread(void*) {
-  prctl(PR_SET_NAME, "profshim-stop", 0, 0, 0);
-  heap::set_thread_active(false);
-  // Its own arena: a thread stopped inside malloc by a fatal signal holds
-  // its arena's lock, and the stop must not wait for that.
-  heap::use_private_arena();
-  while (!__atomic_load_n(&g_request, __ATOMIC_ACQUIRE)) {
-    sys::futex_wait(&g_request, 0, 1000000000ull);
-    sys::stderr_poll();
-    // Every program thread ended without a stop we saw (a forked child whose
-    // thread returned, say): libc ends a process when its last thread ends,
-    // and that must not be us. Stop here, then return, and libc exits.
-    if (only_thread_left() && claim_stop("the last thread's exit")) break;
-  }
-  finish::run(ctx());
+void mark_done() {
   g_state.store(kDone);
   __atomic_store_n(&g_done, 1, __ATOMIC_RELEASE);
   sys::futex_wake(&g_done);
+}
+
+// Milliseconds as the seconds a user writes: 10000 -> "10", 280 -> "0.28".
+void seconds_text(uint64_t ms, char* out, size_t cap) {
+  snprintf(out, cap, "%llu.%03llu", (unsigned long long)(ms / 1000), (unsigned long long)(ms % 1000));
+  size_t n = strlen(out);
+  while (out[n - 1] == '0') out[--n] = 0;
+  if (out[n - 1] == '.') out[n - 1] = 0;
+}
+
+void run_finish(void*) { finish::run(ctx()); }
+
+// The stop with a way out: a crash or an allocation failure inside it ends
+// the stop with one line, not the process.
+void finish_guarded(void* = nullptr) {
+  const char* why = nullptr;
+  if (!recover::run(run_finish, nullptr, &why)) finish::report_failure(ctx(), why);
+}
+
+// Waits for the stop, at most until its deadline; past it, says so once,
+// removes what is half-written, and lets the caller go on. Signal-safe.
+void wait_done() {
+  for (;;) {
+    if (__atomic_load_n(&g_done, __ATOMIC_ACQUIRE)) return;
+    if (g_gave_up.load()) return;
+    uint64_t now = sys::now_ns(CLOCK_MONOTONIC), deadline = ctx().deadline_mono_ns;
+    if (now >= deadline) break;
+    sys::futex_wait(&g_done, 0, deadline - now);
+  }
+  if (g_gave_up.exchange(true)) return;
+  atomic_file::abandon();
+  finish::report_timeout(ctx());
+}
+
+void* stop_thread(void*) {
+  sigmask::Internal inside;
+  prctl(PR_SET_NAME, "profshim-stop", 0, 0, 0);
+  heap::set_thread_active(false);
+  // Its own arena: a program thread stopped inside malloc may hold its
+  // arena's lock, and the stop must not wait for that.
+  heap::use_private_arena();
+  void* alt = signals::ensure_altstack();  // a fault in the stop reaches recover
+  finish_guarded();
+  mark_done();
+  signals::release_altstack(alt);
   return nullptr;
 }
 
-// With every signal blocked, so that no signal meant for the program is
-// ever handled on the shim's thread.
-std::string spawn_stop_thread() {
-  g_request = 0, g_done = 0;
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
+// A thread of the shim's for this stop, every signal blocked but the
+// faults (a blocked fault would kill the process outright; ours end the stop
+// through recover).
+bool spawn_stop_thread() {
+  sigset_t mask;
+  sigfillset(&mask);
+  for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS}) sigdelset(&mask, s);
   pthread_attr_t attr;
-  pthread_attr_init(&attr);
+  if (pthread_attr_init(&attr) != 0) return false;
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attr, kStopStack);
+  pthread_attr_setsigmask_np(&attr, &mask);
   pthread_t t;
   int rc = real::pthread_create()(&t, &attr, stop_thread, nullptr);
   pthread_attr_destroy(&attr);
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  return rc == 0 ? "" : std::string("cannot start the stop thread: ") + strerror(rc);
+  return rc == 0;
 }
 
 void begin_image() {
-  ctx().stem = stem(g_root.load());
-  ctx().start_mono_ns = sys::now_ns(CLOCK_MONOTONIC);
-  ctx().start_real_ns = sys::now_ns(CLOCK_REALTIME);
+  finish::Context& c = ctx();
+  c.stem = image::stem();
+  c.start_mono_ns = sys::now_ns(CLOCK_MONOTONIC);
+  c.start_real_ns = sys::now_ns(CLOCK_REALTIME);
+  c.reported.store(false);
+  c.nwritten.store(0);
+  g_done = 0;
+  g_gave_up.store(false);
+  atomic_file::reset();
+}
+
+// A stop in the normal course of the program: on a thread of its own (or,
+// if none can be started, here on a fresh stack), waited for with a bound.
+void normal_stop(const char* how) {
+  if (claim_stop(how)) {
+    if (unwind::inside_handler_over_unsafe_code()) {
+      // The program's signal handler interrupted its own malloc and called
+      // exit(): the allocator's state on this thread is half-changed, and
+      // the stop allocates. No profile rather than a hang.
+      finish::report_failure(ctx(), "exit was called in a signal handler that interrupted the allocator");
+      mark_done();
+    } else if (!spawn_stop_thread()) {
+      if (!stack::run_on_fresh(kStopStack, finish_guarded, nullptr))
+        finish::report_failure(ctx(), "out of memory (no stack for the stop)");
+      mark_done();
+    }
+  }
+  if (g_state.load() != kInert) wait_done();
+}
+
+void fatal_stop_body(void*) {
+  t_stopping = true;
+  finish::Context& c = ctx();
+  uint64_t now = sys::now_ns(CLOCK_MONOTONIC);
+  uint64_t quarter = (c.deadline_mono_ns - now) / 4;
+  uint64_t freeze_until = now + (quarter < 300000000ull ? quarter : 300000000ull);
+  freeze::others(freeze_until, c.deadline_mono_ns + 5000000000ull);
+  now = sys::now_ns(CLOCK_MONOTONIC);
+  int watchdog = own_signal::arm_self(own_signal::kWatchdog, c.deadline_mono_ns > now ? c.deadline_mono_ns - now : 1);
+  finish_guarded();
+  own_signal::disarm(watchdog);
 }
 
 void before_fork() {
@@ -204,25 +224,21 @@ void after_fork_in_parent() {
 
 // The child of fork profiles itself from here on, as its own image.
 void after_fork_in_child() {
+  own_signal::after_fork();
   if (g_state.load() != kRunning) {
     g_state.store(kInert);
     return;
   }
-  g_pid.store(raw_getpid());
-  g_root.store(false);
-  g_gen.store(0);
+  image::after_fork(raw_getpid());
   // The forking thread is the child's only one: if the shim started it, its
   // end is the child's last thread's end.
   bool started = pthread_getspecific(g_thread_key) != nullptr;
   g_threads.store(started ? 1 : 0);
   g_main_exited.store(started);
+  g_execs.store(0);
+  g_retries.store(0);
   begin_image();
-  if (cfg().cpu_hz && !signals::sampling_signal_taken()) sampler::reset_after_fork();
-  if (!spawn_stop_thread().empty()) {
-    g_state.store(kInert);
-    return;
-  }
-  g_state.store(kRunning);
+  if (cfg().cpu_hz) sampler::reset_after_fork();
 }
 
 // The key's value is the thread's alternate stack if we gave it one, else
@@ -237,7 +253,7 @@ void on_thread_end(void* v) {
 // profiles, though after the program's own atexit handlers.
 void at_exit_fallback() { stop("exit (seen only at atexit)"); }
 
-void setup() {
+void setup(void*) {
   std::string err =
       config::parse([](const char* n) -> const char* { return getenv(n); }, &cfg());
   if (!err.empty()) fail(err);
@@ -245,7 +261,7 @@ void setup() {
     heap::set_active(false);
     return;
   }
-  sys::stderr_init();
+  errline::init();
   if (!(err = atomic_file::ensure_dir(cfg().dir)).empty()) fail("PROFILE_DIR: " + err);
   // Absolute from here on: the program may chdir before it stops (and the
   // session's identity is computed from it).
@@ -253,23 +269,23 @@ void setup() {
     cfg().dir = abs;
     free(abs);
   }
-  g_pid.store(raw_getpid());
-  read_identity();
-  ctx().cfg = &cfg();
+  image::setup(&cfg(), raw_getpid());
+  finish::Context& c = ctx();
+  c.cfg = &cfg();
+  seconds_text(cfg().stop_timeout_ms, c.timeout_text, sizeof c.timeout_text);
   begin_image();
-  snprintf(g_timeout_msg, sizeof g_timeout_msg,
-           "error: the stop did not finish writing within %.1f s; giving up, the process ends as "
-           "it would have",
-           double(cfg().stop_timeout_ms) / 1000.0);
+  if (!unwind::load(&err)) fail(err);
+  unwind::note_unsafe_code();
   if (!symbolize::load_libdw(&err)) fail(err);
   if (cfg().heap_sample) {
     if (!heap::available(&err) || !heap::start(cfg().heap_lg_sample, &err)) fail(err);
   } else {
     heap::set_active(false);
   }
+  if (!own_signal::install(&err)) fail(err);
+  sigmask::setup(own_signal::number());
   if (cfg().cpu_hz && !sampler::start(cfg().cpu_hz, &err)) fail(err);
-  if (!(err = spawn_stop_thread()).empty()) fail(err);
-  signals::install(cfg().cpu_hz ? sampler::signal_number() : -1);
+  signals::install();
   signals::ensure_altstack();  // the main thread's, kept for the process's life
   pthread_key_create(&g_thread_key, on_thread_end);
   pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
@@ -281,104 +297,121 @@ __attribute__((constructor)) void init() {
   real::resolve_all();
   // The shim's own setup allocations are not the program's.
   heap::set_thread_active(false);
-  setup();
+  const char* why = nullptr;
+  if (!recover::run(setup, nullptr, &why)) fail(std::string("setup failed: ") + why);
   heap::set_thread_active(true);
-}
-
-// Signal-safe: atomics, futexes and clock_gettime only.
-bool request_and_wait(const char* how) {
-  if (claim_stop(how)) {
-    __atomic_store_n(&g_request, 1, __ATOMIC_RELEASE);
-    sys::futex_wake(&g_request);
-  } else if (g_state.load() != kStopping) {
-    return true;
-  }
-  uint64_t deadline = sys::now_ns(CLOCK_MONOTONIC) + cfg().stop_timeout_ms * 1000000ull;
-  for (;;) {
-    if (__atomic_load_n(&g_done, __ATOMIC_ACQUIRE)) return true;
-    uint64_t now = sys::now_ns(CLOCK_MONOTONIC);
-    if (now >= deadline) break;
-    sys::futex_wait(&g_done, 0, deadline - now);
-  }
-  static std::atomic<bool> said{false};
-  if (!said.exchange(true)) sys::line(g_timeout_msg);
-  return false;
-}
-
-bool env_profiles(char* const envp[]) {
-  bool dir = false, preload = false;
-  for (char* const* e = envp; e && *e; ++e) {
-    if (strncmp(*e, "PROFILE_DIR=", 12) == 0) dir = (*e)[12] != 0;
-    if (strncmp(*e, "LD_PRELOAD=", 11) == 0) preload = strstr(*e, "profshim") != nullptr;
-  }
-  return dir && preload;
 }
 
 }  // namespace
 
 bool active() { return g_state.load(std::memory_order_relaxed) == kRunning; }
 
+bool profiling() { return g_state.load(std::memory_order_relaxed) != kInert; }
+
 void stop(const char* how) {
   if (g_state.load() == kInert || vfork_child()) return;
   int saved = errno;  // the program's atexit handlers may look at it
-  request_and_wait(how);
+  normal_stop(how);
   errno = saved;
 }
 
-void stop_from_signal(int sig) {
-  if (g_state.load() == kInert || vfork_child()) return;
-  static const char* const kNames[] = {
-      "signal 0",       "signal SIGHUP",  "signal SIGINT",  "signal SIGQUIT", "signal SIGILL",
-      "signal SIGTRAP", "signal SIGABRT", "signal SIGBUS",  "signal SIGFPE",  "signal SIGKILL",
-      "signal SIGUSR1", "signal SIGSEGV", "signal SIGUSR2", "signal SIGPIPE", "signal SIGALRM",
-      "signal SIGTERM", "signal 16",      "signal 17",      "signal 18",      "signal 19",
-      "signal 20",      "signal 21",      "signal 22",      "signal 23",      "signal SIGXCPU",
-      "signal SIGXFSZ"};
-  request_and_wait(sig > 0 && sig < int(sizeof kNames / sizeof kNames[0]) ? kNames[sig] : "a signal");
+bool stop_on_fatal(int sig, siginfo_t* si, void* uc) {
+  if (g_state.load() == kInert || vfork_child()) return false;
+  bool fault = signals::synchronous_fault(sig, si);
+  // A fault inside the stop itself ends the stop, not the process.
+  if (fault && recover::active()) recover::escape_from_fault(sig);
+  // Another signal in this thread's own fatal stop, outside the stop's
+  // recovery: nothing to wait for (it would be waiting for itself).
+  if (t_stopping) return false;
+  int state = g_state.load();
+  if ((state == kRunning || state == kStopping) && unwind::interrupted_in_unsafe_code(uc)) {
+    // Inside the allocator (or the loader, or the shim): its locks may be
+    // held by this very thread, and a stop -- ours, or one under way on
+    // another thread -- needs them. A sent signal is taken again in a
+    // moment, when the thread has left; a fault there cannot be, nor written.
+    if (!fault && g_retries.fetch_add(1) < kMaxRetries) {
+      g_deferred_sig.store(sig);
+      if (own_signal::arm_self(own_signal::kRetryFatal, kRetryNs) >= 0) return true;
+    }
+    if (claim_stop(signal_name(sig))) {
+      finish::report_failure(ctx(), fault ? "the program crashed inside the allocator"
+                                          : "the signal came while the program was inside the allocator");
+      mark_done();
+    }
+    wait_done();
+    return false;
+  }
+  if (claim_stop(signal_name(sig))) {
+    g_fatal_sig.store(sig);
+    if (!stack::run_on_fresh(kStopStack, fatal_stop_body, nullptr))
+      finish::report_failure(ctx(), "out of memory (no stack for the stop)");
+    mark_done();
+    return false;
+  }
+  wait_done();
+  return false;
+}
+
+void on_watchdog() {
+  // On the thread of a fatal stop that ran past its bound, interrupting it
+  // wherever it is: say so, remove what is half-written, and die of the
+  // signal as the process would have.
+  if (!g_gave_up.exchange(true)) {
+    atomic_file::abandon();
+    finish::report_timeout(ctx());
+  }
+  int sig = g_fatal_sig.load();
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  real::sigaction()(sig, &dfl, nullptr);
+  syscall(SYS_tgkill, raw_getpid(), sys::gettid(), sig);
+  sigset_t one;
+  sigemptyset(&one);
+  sigaddset(&one, sig);
+  sigmask::unfiltered(SIG_UNBLOCK, &one, nullptr);
+}
+
+void on_retry_fatal() {
+  // Blocked here, pending until this handler returns to where the program
+  // now is: the fatal handler then meets it there.
+  int sig = g_deferred_sig.load();
+  if (sig <= 0) return;
+  sigset_t one;
+  sigemptyset(&one);
+  sigaddset(&one, sig);
+  sigmask::unfiltered(SIG_BLOCK, &one, nullptr);
+  syscall(SYS_tgkill, raw_getpid(), sys::gettid(), sig);
 }
 
 char* const* before_exec(char* const envp[]) {
   int state = g_state.load();
   if (state == kInert || vfork_child()) return envp;
-  bool successor = env_profiles(envp);
+  g_execs.fetch_add(1);
+  bool successor = image::env_profiles(envp);
   // The root's image before an exec is not its final one when what it execs
   // profiles too: that one writes NAME.*.
-  if (state == kRunning && g_root.load() && successor) ctx().stem = stem(false);
-  // This image's stop, or another thread's already under way: finished
-  // either way before the image is replaced.
-  request_and_wait("exec");
-  // The timers are gone now; a thread-directed sampling signal still
-  // pending would survive execve and kill the new image.
-  if (cfg().cpu_hz) signals::discard_pending_sampling_signal();
+  if (state == kRunning && image::root() && successor) ctx().stem = image::stem(false);
+  normal_stop("exec");
+  sigmask::before_exec();
   if (!successor) return envp;
-  // The new image is this pid's next generation. The copy and its marker
-  // are this exec's own (another thread may exec at the same time): one
-  // block, the pointers first, the marker's text after them.
-  std::string var = std::string(kImageVar) + "=" + image_value(g_gen.load() + 1);
-  size_t n = 0;
-  while (envp && envp[n]) ++n;
-  char** env = static_cast<char**>(malloc((n + 2) * sizeof(char*) + var.size() + 1));
-  if (!env) return envp;
-  char* text = reinterpret_cast<char*>(env + n + 2);
-  memcpy(text, var.c_str(), var.size() + 1);
-  size_t j = 0, len = strlen(kImageVar);
-  for (size_t i = 0; i < n; ++i)
-    if (strncmp(envp[i], kImageVar, len) != 0 || envp[i][len] != '=') env[j++] = envp[i];
-  env[j++] = text;
-  env[j] = nullptr;
-  return env;
+  char** env = image::exec_env(envp);
+  return env ? env : envp;
 }
 
 bool in_vfork_child() { return g_state.load() != kInert && vfork_child(); }
 
 void exec_failed(char* const envp[], char* const* env) {
   if (env != envp) free(const_cast<char**>(env));
-  if (g_state.load() != kDone || vfork_child()) return;
+  if (g_state.load() == kInert || vfork_child()) return;
+  sigmask::after_failed_exec();
+  // The last exec under way to fail resumes the image, once.
+  if (g_execs.fetch_sub(1) != 1 || g_state.load() != kDone || g_gave_up.load()) return;
   // Same image, still running: profile on, and its final stop writes again.
-  ctx().stem = stem(g_root.load());
+  begin_image();
   if (cfg().heap_sample) heap::set_active(true);
-  if (cfg().cpu_hz && !signals::sampling_signal_taken()) sampler::resume();
-  if (spawn_stop_thread().empty()) g_state.store(kRunning);
+  if (cfg().cpu_hz) sampler::resume();
+  g_state.store(kRunning);
 }
 
 void main_thread_exiting() {
@@ -393,9 +426,11 @@ void thread_creating() { g_threads.fetch_add(1); }
 
 void thread_create_failed() { g_threads.fetch_sub(1); }
 
-void thread_started() {
+void thread_started(bool creator_view, void* start_fn) {
   void* alt = signals::ensure_altstack();
   pthread_setspecific(g_thread_key, alt ? alt : reinterpret_cast<void*>(1));
+  sigmask::thread_begin(creator_view);
+  sampler::thread_begin(start_fn);
 }
 
 }  // namespace lifecycle

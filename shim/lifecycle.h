@@ -1,22 +1,42 @@
 // lifecycle: the process image's profiling state machine
 // (INERT | RUNNING -> STOPPING -> DONE), the one constructor that sets
-// profiling up (fail-fast: exit 78 on a setup error), the stop thread that
-// runs finish::run, the bounded wait every stop path goes through, and the
-// identity of the image (root or not, the names of its files) across fork
-// and exec.
+// profiling up (fail-fast: exit 78 on a setup error), and the stop: where it
+// runs and how long anyone waits for it.
+//
+// No thread of the shim's exists while the program runs: a process that was
+// single-threaded stays so (unshare(CLONE_NEWUSER), setns() and thread
+// counts see what they would without the shim). A stop asked in the normal
+// course (return from main, exit, _exit, exec, the last thread's end) starts
+// a thread that writes, off the program's stack and allocator arena, and
+// waits for it at most PROFILE_STOP_TIMEOUT. A fatal signal's stop runs in
+// the handler, on a stack of its own, after the program's other threads are
+// parked (freeze.h), with a timer as its watchdog: when the bound passes the
+// process dies of its signal as it would have. A fatal signal that comes
+// while its thread is inside the allocator (whose locks the stop needs) is
+// taken again a millisecond later, when the thread has left it.
 #pragma once
+#include <signal.h>
 
 namespace lifecycle {
 
 // True from a successful setup until the stop completes.
 bool active();
+// True once set up, whatever the state (false: inert, every hook passes through).
+bool profiling();
 // Asks for the image's profiles and waits for them, at most the stop
 // timeout. Idempotent and race-free: the first caller starts the stop, every
 // caller (a second thread in exit, say) waits for the same one. Does
 // nothing in a vfork child, which shares the parent's memory.
 void stop(const char* how);
-// The same from a signal handler: async-signal-safe.
-void stop_from_signal(int sig);
+
+// A fatal signal's stop (signal context). True: deferred, the handler
+// returns and the signal comes again shortly; false: the stop is done (or
+// given up) and the caller lets the signal end the process.
+bool stop_on_fatal(int sig, siginfo_t* si, void* uc);
+// own_signal's dispatch of the shim's timers (signal context): a fatal
+// stop past its bound, and a deferred fatal signal's second try.
+void on_watchdog();
+void on_retry_fatal();
 
 // Around an exec: writes the old image's profiles and returns the
 // environment to exec with (envp itself, or a copy of its own carrying the
@@ -34,9 +54,11 @@ bool in_vfork_child();
 void main_thread_exiting();
 // Around pthread_create: counted before the thread exists (main may call
 // pthread_exit before the new thread first runs), uncounted if creation
-// fails; thread_started() runs in the new thread and arms its end.
+// fails; thread_started() runs in the new thread: its alternate stack, its
+// view of the shim's signal (its creator's), its CPU timer (start_fn names
+// CPU it uses before its first sample), and its end armed.
 void thread_creating();
 void thread_create_failed();
-void thread_started();
+void thread_started(bool creator_view, void* start_fn);
 
 }  // namespace lifecycle

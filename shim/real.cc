@@ -1,4 +1,4 @@
-// real: lazy dlsym(RTLD_NEXT) of the interposed originals; see real.h.
+// real: dlsym(RTLD_NEXT) of the interposed originals; see real.h.
 #include "real.h"
 
 #include <dlfcn.h>
@@ -32,29 +32,58 @@ T resolve(std::atomic<void*>& slot, const char* name, bool required = true) {
   return reinterpret_cast<T>(p);
 }
 
-std::atomic<void*> g_start, g_create, g_pexit, g_exit, g_quick_exit, g__exit, g__Exit, g_sigaction,
-    g_signal, g_execve, g_execvpe, g_fexecve, g_execveat, g_dlclose;
-
 }  // namespace
+
+// Each original's slot is a function-local static without a constructor:
+// zero at load, no guard, no dynamic initialiser (DESIGN "Globals").
+#define REAL(fn, type, name, required) \
+  type fn() {                          \
+    static std::atomic<void*> slot;    \
+    return resolve<type>(slot, name, required); \
+  }
+
+REAL(libc_start_main, StartMain, "__libc_start_main", true)
+REAL(pthread_create, PthreadCreate, "pthread_create", true)
+REAL(pthread_exit, PthreadExit, "pthread_exit", true)
+REAL(exit, Exit, "exit", true)
+REAL(quick_exit, Exit, "quick_exit", true)
+REAL(_exit, Exit, "_exit", true)
+REAL(_Exit, Exit, "_Exit", true)
+REAL(sigaction, Sigaction, "sigaction", true)
+REAL(signal, Signal, "signal", true)
+REAL(sysv_signal, Signal, "sysv_signal", true)
+REAL(sigset, Signal, "sigset", true)
+REAL(sigignore, IntOfInt, "sigignore", true)
+REAL(siginterrupt, IntOfIntInt, "siginterrupt", true)
+REAL(sighold, IntOfInt, "sighold", true)
+REAL(sigrelse, IntOfInt, "sigrelse", true)
+REAL(sigprocmask, Sigmask, "sigprocmask", true)
+REAL(pthread_sigmask, Sigmask, "pthread_sigmask", true)
+REAL(sigwait, Sigwait, "sigwait", true)
+REAL(sigwaitinfo, Sigwaitinfo, "sigwaitinfo", true)
+REAL(sigtimedwait, Sigtimedwait, "sigtimedwait", true)
+REAL(close, IntOfInt, "close", true)
+REAL(dup2, IntOfIntInt, "dup2", true)
+REAL(dup3, Dup3, "dup3", true)
+REAL(close_range, CloseRange, "close_range", false)
+REAL(closefrom, Closefrom, "closefrom", false)
+REAL(setsid, Setsid, "setsid", true)
+REAL(fclose, Fclose, "fclose", true)
+REAL(freopen, Freopen, "freopen", true)
+REAL(freopen64, Freopen, "freopen64", true)
+REAL(daemon, IntOfIntInt, "daemon", true)
+REAL(execve, Execve, "execve", true)
+REAL(execvpe, Execvpe, "execvpe", true)
+REAL(fexecve, Fexecve, "fexecve", true)
+REAL(execveat, Execveat, "execveat", false)
+REAL(dlclose, Dlclose, "dlclose", true)
 
 void resolve_all() {
   libc_start_main(), pthread_create(), pthread_exit(), exit(), quick_exit(), _exit(), _Exit();
-  sigaction(), signal(), execve(), execvpe(), fexecve(), execveat(), dlclose();
+  sigaction(), signal(), sysv_signal(), sigset(), sigignore(), siginterrupt(), sighold(), sigrelse();
+  sigprocmask(), pthread_sigmask(), sigwait(), sigwaitinfo(), sigtimedwait();
+  close(), dup2(), dup3(), close_range(), closefrom(), setsid(), daemon(), fclose(), freopen(), freopen64();
+  execve(), execvpe(), fexecve(), execveat(), dlclose();
 }
-
-StartMain libc_start_main() { return resolve<StartMain>(g_start, "__libc_start_main"); }
-PthreadCreate pthread_create() { return resolve<PthreadCreate>(g_create, "pthread_create"); }
-PthreadExit pthread_exit() { return resolve<PthreadExit>(g_pexit, "pthread_exit"); }
-Exit exit() { return resolve<Exit>(g_exit, "exit"); }
-Exit quick_exit() { return resolve<Exit>(g_quick_exit, "quick_exit"); }
-Exit _exit() { return resolve<Exit>(g__exit, "_exit"); }
-Exit _Exit() { return resolve<Exit>(g__Exit, "_Exit"); }
-Sigaction sigaction() { return resolve<Sigaction>(g_sigaction, "sigaction"); }
-Signal signal() { return resolve<Signal>(g_signal, "signal"); }
-Execve execve() { return resolve<Execve>(g_execve, "execve"); }
-Execvpe execvpe() { return resolve<Execvpe>(g_execvpe, "execvpe"); }
-Fexecve fexecve() { return resolve<Fexecve>(g_fexecve, "fexecve"); }
-Dlclose dlclose() { return resolve<Dlclose>(g_dlclose, "dlclose"); }
-Execveat execveat() { return resolve<Execveat>(g_execveat, "execveat", false); }
 
 }  // namespace real

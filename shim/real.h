@@ -1,9 +1,10 @@
 // real: the libc functions the shim interposes, resolved with
-// dlsym(RTLD_NEXT) on first use. Shim code calls real::X, never the libc
-// name, which inside the shim would bind back to our own wrapper.
+// dlsym(RTLD_NEXT) in the constructor. Shim code calls real::X, never the
+// libc name, which inside the shim would bind back to our own wrapper.
 #pragma once
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 
 namespace real {
 
@@ -14,10 +15,23 @@ using Exit = void (*)(int);
 using PthreadExit = void (*)(void*);
 using Sigaction = int (*)(int, const struct sigaction*, struct sigaction*);
 using Signal = sighandler_t (*)(int, sighandler_t);
+using Sigmask = int (*)(int, const sigset_t*, sigset_t*);
+using Sigwait = int (*)(const sigset_t*, int*);
+using Sigwaitinfo = int (*)(const sigset_t*, siginfo_t*);
+using Sigtimedwait = int (*)(const sigset_t*, siginfo_t*, const struct timespec*);
+using IntOfInt = int (*)(int);
+using IntOfIntInt = int (*)(int, int);
+using Dup3 = int (*)(int, int, int);
+using CloseRange = int (*)(unsigned, unsigned, int);
+using Closefrom = void (*)(int);
+using Setsid = pid_t (*)();
+using Fclose = int (*)(FILE*);
+using Freopen = FILE* (*)(const char*, const char*, FILE*);
 using Execve = int (*)(const char*, char* const[], char* const[]);
 using Execvpe = int (*)(const char*, char* const[], char* const[]);
 using Fexecve = int (*)(int, char* const[], char* const[]);
 using Execveat = int (*)(int, const char*, char* const[], char* const[], int);
+using Dlclose = int (*)(void*);
 
 // Resolves every original now (the constructor calls it, inert or not): a
 // first dlsym inside a vfork child would write to the parent's memory.
@@ -32,11 +46,31 @@ Exit _exit();
 Exit _Exit();
 Sigaction sigaction();
 Signal signal();
+Signal sysv_signal();
+Signal sigset();
+IntOfInt sigignore();
+IntOfIntInt siginterrupt();
+IntOfInt sighold();
+IntOfInt sigrelse();
+Sigmask sigprocmask();
+Sigmask pthread_sigmask();
+Sigwait sigwait();
+Sigwaitinfo sigwaitinfo();
+Sigtimedwait sigtimedwait();
+IntOfInt close();
+IntOfIntInt dup2();
+Dup3 dup3();
+CloseRange close_range();  // may be null on an old libc
+Closefrom closefrom();      // may be null on an old libc
+Setsid setsid();
+Fclose fclose();
+Freopen freopen();
+Freopen freopen64();
+IntOfIntInt daemon();
 Execve execve();
 Execvpe execvpe();
 Fexecve fexecve();
 Execveat execveat();  // may be null on an old libc
-using Dlclose = int (*)(void*);
 Dlclose dlclose();
 
 }  // namespace real

@@ -1,4 +1,4 @@
-// sampler: per-thread CPU-time timers, the sampling signal handler and the
+// sampler: per-thread CPU-time timers, the sampling handler and the
 // lock-free stack table; see sampler.h for the signal contract.
 #include "sampler.h"
 
@@ -15,35 +15,41 @@
 
 #include <atomic>
 
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
-#include <dlfcn.h>
-
-#include "real.h"
+#include "own_signal.h"
 #include "sys.h"
+#include "unwind.h"
 
 namespace sampler {
 namespace {
 
 constexpr int kMaxDepth = 128;
 constexpr uint32_t kMaxSlots = 1u << 14;        // threads alive at once
-constexpr uint32_t kTableSize = 1u << 15;       // distinct (stack, thread) pairs
+constexpr uint32_t kTableSize = 1u << 16;       // distinct (stack, thread) pairs
 constexpr uint64_t kArenaWords = 1ull << 21;    // 16 MiB of PCs, touched as used
-constexpr uint32_t kMaxNames = 1u << 15;
+constexpr uint32_t kMaxNames = 1u << 18;        // threads named, by serial
 constexpr int kProbe = 64;
 
-enum SlotState : uint32_t { kFree = 0, kClaimed = 1, kLive = 2, kDead = 3 };
+// kLive: its timer runs. kDead: its thread's end deleted it. kStopped: the
+// stop deleted it, and credits its last expirations.
+enum SlotState : uint32_t { kFree = 0, kClaimed, kLive, kDead, kStopped };
 
 struct Slot {
   std::atomic<uint32_t> state;
   std::atomic<int32_t> tid;
   timer_t timer;
-  uint64_t last_cpu;  // written only by the owning thread's handler after setup
+  uint32_t serial;
+  uint64_t first_cpu;  // the thread's CPU time at its timer's first expiry
+  // Written only by the owning thread's handler (and read once its timer
+  // is gone): expirations sampled, and where its last sample went.
+  uint64_t delivered;
+  uint32_t last;       // entry index + 1, 0 for none
+  uint64_t start_fn;   // its start routine, 0 if unknown
 };
 
 struct Entry {
   std::atomic<uint32_t> state;  // 0 empty, 1 being written, 2 ready
   int32_t tid;
+  uint32_t serial;
   uint32_t depth;
   uint64_t hash;
   uint64_t off;
@@ -52,45 +58,15 @@ struct Entry {
 
 struct Name { int32_t tid; char name[16]; };
 
-// libunwind is dlopen()ed RTLD_LOCAL when sampling starts: Debian's static
-// libunwind is not PIC, and linking the shared one would put its
-// _Unwind_Backtrace ahead of libgcc's for every object in the process
-// (jemalloc's heap sampling measured 4x slower through it).
-struct Unw {
-  int (*init_local2)(unw_cursor_t*, unw_context_t*, int);
-  int (*step)(unw_cursor_t*);
-  int (*get_reg)(unw_cursor_t*, unw_regnum_t, unw_word_t*);
-  int (*set_caching_policy)(unw_addr_space_t, unw_caching_policy_t);
-  unw_addr_space_t* local_as;
-};
-Unw u;
-
-bool load_libunwind(std::string* err) {
-  void* h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    *err = std::string("cannot load libunwind.so.8 for CPU sampling: ") + dlerror();
-    return false;
-  }
-  u.init_local2 = reinterpret_cast<decltype(u.init_local2)>(dlsym(h, "_ULx86_64_init_local2"));
-  u.step = reinterpret_cast<decltype(u.step)>(dlsym(h, "_ULx86_64_step"));
-  u.get_reg = reinterpret_cast<decltype(u.get_reg)>(dlsym(h, "_ULx86_64_get_reg"));
-  u.set_caching_policy =
-      reinterpret_cast<decltype(u.set_caching_policy)>(dlsym(h, "_ULx86_64_set_caching_policy"));
-  u.local_as = static_cast<unw_addr_space_t*>(dlsym(h, "_ULx86_64_local_addr_space"));
-  if (!u.init_local2 || !u.step || !u.get_reg || !u.set_caching_policy || !u.local_as) {
-    *err = "libunwind.so.8 lacks the local unwinding API";
-    return false;
-  }
-  return true;
-}
-
 struct State {
   Slot* slots;
   Entry* table;
   uint64_t* arena;
-  Name* names;
-  std::atomic<uint64_t> arena_used, names_used;
-  std::atomic<uint64_t> samples, dropped, dropped_nanos, threads, timer_failures;
+  Name* names;          // by serial
+  uint32_t* log;        // entry index + 1, in the order entries were published
+  std::atomic<uint64_t> arena_used, log_used;
+  std::atomic<uint32_t> serials;
+  std::atomic<uint64_t> signals, expirations, credited, dropped, dropped_nanos, threads, timer_failures;
   std::atomic<int> in_flight;
   std::atomic<bool> enabled;
   uint64_t period_ns;
@@ -113,27 +89,8 @@ uint64_t mix(uint64_t h, uint64_t v) {
   return h;
 }
 
-int unwind(void* uc, uint64_t* pcs) {
-  unw_cursor_t cur;
-  if (u.init_local2(&cur, static_cast<unw_context_t*>(uc), UNW_INIT_SIGNAL_FRAME) < 0) {
-    pcs[0] = uint64_t(static_cast<ucontext_t*>(uc)->uc_mcontext.gregs[REG_RIP]);
-    return 1;
-  }
-  int n = 0;
-  do {
-    unw_word_t ip = 0;
-    if (u.get_reg(&cur, UNW_REG_IP, &ip) < 0 || ip == 0) break;
-    pcs[n++] = ip;
-  } while (n < kMaxDepth && u.step(&cur) > 0);
-  if (n == 0) {  // keep the sample: the interrupted instruction at least
-    pcs[0] = uint64_t(static_cast<ucontext_t*>(uc)->uc_mcontext.gregs[REG_RIP]);
-    n = 1;
-  }
-  return n;
-}
-
-bool same_stack(const Entry& e, uint64_t h, int32_t tid, const uint64_t* pcs, uint32_t n) {
-  return e.hash == h && e.tid == tid && e.depth == n &&
+bool same_stack(const Entry& e, uint64_t h, uint32_t serial, const uint64_t* pcs, uint32_t n) {
+  return e.hash == h && e.serial == serial && e.depth == n &&
          memcmp(g.arena + e.off, pcs, n * sizeof(uint64_t)) == 0;
 }
 
@@ -142,66 +99,72 @@ void drop(uint64_t w) {
   g.dropped_nanos.fetch_add(w, std::memory_order_relaxed);
 }
 
-void fill(Entry& e, uint64_t h, int32_t tid, const uint64_t* pcs, uint32_t n, uint64_t w) {
+void publish(uint32_t idx) {
+  uint64_t i = g.log_used.fetch_add(1, std::memory_order_relaxed);
+  if (i < kTableSize) __atomic_store_n(&g.log[i], idx + 1, __ATOMIC_RELEASE);
+}
+
+bool fill(Entry& e, uint64_t h, int32_t tid, uint32_t serial, const uint64_t* pcs, uint32_t n, uint64_t count) {
   uint64_t off = g.arena_used.fetch_add(n, std::memory_order_relaxed);
   if (off + n > kArenaWords) {
     e.depth = 0;  // matches nothing; skipped by for_each
     e.state.store(2, std::memory_order_release);
-    drop(w);
-    return;
+    drop(count * g.period_ns);
+    return false;
   }
   memcpy(g.arena + off, pcs, n * sizeof(uint64_t));
-  e.hash = h, e.tid = tid, e.depth = n, e.off = off;
-  e.count.store(1, std::memory_order_relaxed);
-  e.nanos.store(w, std::memory_order_relaxed);
+  e.hash = h, e.tid = tid, e.serial = serial, e.depth = n, e.off = off;
+  e.count.store(count, std::memory_order_relaxed);
+  e.nanos.store(count * g.period_ns, std::memory_order_relaxed);
   e.state.store(2, std::memory_order_release);
+  publish(uint32_t(&e - g.table));
+  return true;
 }
 
-void add(const uint64_t* pcs, uint32_t n, int32_t tid, uint64_t w) {
-  uint64_t h = mix(0, uint64_t(tid));
+// Adds count expirations to (serial, stack); the entry's index + 1, or 0 if
+// the table had no room.
+uint32_t add(const uint64_t* pcs, uint32_t n, int32_t tid, uint32_t serial, uint64_t count) {
+  uint64_t h = mix(0, serial);
   for (uint32_t i = 0; i < n; ++i) h = mix(h, pcs[i]);
   for (int p = 0; p < kProbe; ++p) {
     Entry& e = g.table[(h + uint64_t(p)) & (kTableSize - 1)];
     uint32_t st = e.state.load(std::memory_order_acquire);
     if (st == 0) {
       uint32_t zero = 0;
-      if (e.state.compare_exchange_strong(zero, 1, std::memory_order_acq_rel)) {
-        fill(e, h, tid, pcs, n, w);
-        return;
-      }
+      if (e.state.compare_exchange_strong(zero, 1, std::memory_order_acq_rel))
+        return fill(e, h, tid, serial, pcs, n, count) ? uint32_t(&e - g.table) + 1 : 0;
       st = e.state.load(std::memory_order_acquire);
     }
-    if (st == 2 && same_stack(e, h, tid, pcs, n)) {
-      e.count.fetch_add(1, std::memory_order_relaxed);
-      e.nanos.fetch_add(w, std::memory_order_relaxed);
-      return;
+    if (st == 2 && same_stack(e, h, serial, pcs, n)) {
+      e.count.fetch_add(count, std::memory_order_relaxed);
+      e.nanos.fetch_add(count * g.period_ns, std::memory_order_relaxed);
+      return uint32_t(&e - g.table) + 1;
     }
   }
-  drop(w);
+  drop(count * g.period_ns);
+  return 0;
 }
 
-void sample(siginfo_t* si, void* uc) {
-  Slot* s = static_cast<Slot*>(si->si_value.sival_ptr);
-  if (s < g.slots || s >= g.slots + kMaxSlots) return;
-  int32_t tid = int32_t(sys::gettid());
-  if (s->tid.load(std::memory_order_acquire) != tid) return;  // stale signal for a reused slot
-  uint64_t now = sys::now_ns(CLOCK_THREAD_CPUTIME_ID);
-  uint64_t w = now > s->last_cpu ? now - s->last_cpu : 0;
-  s->last_cpu = now;
-  uint64_t pcs[kMaxDepth];
-  int n = unwind(uc, pcs);
-  g.samples.fetch_add(1, std::memory_order_relaxed);
-  add(pcs, uint32_t(n), tid, w);
-}
-
-void handler(int, siginfo_t* si, void* uc) {
-  int saved = errno;
-  if (si && si->si_code == SI_TIMER) {
-    g.in_flight.fetch_add(1);
-    if (g.enabled.load()) sample(si, uc);
-    g.in_flight.fetch_sub(1);
+// Expirations a thread reached (by its CPU time now) that no signal brought:
+// to its last sampled stack, or, if it had none, to its start routine.
+void credit(Slot* s, uint64_t cpu_now) {
+  if (cpu_now < s->first_cpu) return;
+  uint64_t expected = 1 + (cpu_now - s->first_cpu) / g.period_ns;
+  if (expected <= s->delivered) return;
+  uint64_t missing = expected - s->delivered;
+  s->delivered = expected;
+  g.expirations.fetch_add(missing, std::memory_order_relaxed);
+  g.credited.fetch_add(missing, std::memory_order_relaxed);
+  if (s->last) {
+    Entry& e = g.table[s->last - 1];
+    e.count.fetch_add(missing, std::memory_order_relaxed);
+    e.nanos.fetch_add(missing * g.period_ns, std::memory_order_relaxed);
+  } else if (s->start_fn) {
+    uint64_t pc = s->start_fn | unwind::kExact;
+    s->last = add(&pc, 1, s->tid.load(), s->serial, missing);
+  } else {
+    drop(missing * g.period_ns);
   }
-  errno = saved;
 }
 
 uint64_t xorshift(uint64_t x) {
@@ -228,22 +191,33 @@ void release(Slot* s) {
   s->state.store(kFree, std::memory_order_release);
 }
 
-bool disarm(Slot* s);
+// Deletes the timer exactly once, whoever gets here first (the thread's
+// exit destructor or stop()): a second timer_delete could hit a timer id
+// the kernel has since handed to the program.
+bool disarm(Slot* s, uint32_t to) {
+  uint32_t want = kLive;
+  if (!s->state.compare_exchange_strong(want, to)) return false;
+  timer_delete(s->timer);
+  return true;
+}
 
 // Arms a timer on tid's CPU clock, first expiry at a random point of the
 // first period so that short-lived threads are not biased against.
-Slot* arm(pid_t tid) {
+Slot* arm(pid_t tid, uint64_t start_fn) {
   Slot* s = claim_slot(int32_t(tid));
   if (!s) {
     g.timer_failures.fetch_add(1);
     return nullptr;
   }
   clockid_t clock = thread_clock(tid);
-  s->last_cpu = sys::now_ns(clock);
+  uint64_t first = 1 + xorshift(sys::now_ns(CLOCK_MONOTONIC) ^ uint64_t(tid) * 0x9e37) % g.period_ns;
+  s->serial = g.serials.fetch_add(1, std::memory_order_relaxed) + 1;
+  s->delivered = 0, s->last = 0, s->start_fn = start_fn;
+  s->first_cpu = sys::now_ns(clock) + first;
   struct sigevent sev;
   memset(&sev, 0, sizeof sev);
   sev.sigev_notify = SIGEV_THREAD_ID;
-  sev.sigev_signo = signal_number();
+  sev.sigev_signo = own_signal::number();
   sev.sigev_value.sival_ptr = s;
   sev._sigev_un._tid = tid;
   if (timer_create(clock, &sev, &s->timer) != 0) {
@@ -252,34 +226,23 @@ Slot* arm(pid_t tid) {
     return nullptr;
   }
   s->state.store(kLive, std::memory_order_release);
-  uint64_t first = 1 + xorshift(sys::now_ns(CLOCK_MONOTONIC) ^ uint64_t(tid) * 0x9e37) % g.period_ns;
   struct itimerspec its;
   its.it_interval = {time_t(g.period_ns / 1000000000ull), long(g.period_ns % 1000000000ull)};
   its.it_value = {time_t(first / 1000000000ull), long(first % 1000000000ull)};
   timer_settime(s->timer, 0, &its, nullptr);
   g.threads.fetch_add(1, std::memory_order_relaxed);
   // A stop that ran while this slot was still being set up skipped it.
-  if (!g.enabled.load()) disarm(s);
+  if (!g.enabled.load() && disarm(s, kDead)) release(s);
   return s;
 }
 
-// Deletes the timer exactly once, whoever gets here first (the thread's
-// exit destructor or stop()): a second timer_delete could hit a timer id
-// the kernel has since handed to the program.
-bool disarm(Slot* s) {
-  uint32_t want = kLive;
-  if (!s->state.compare_exchange_strong(want, kDead)) return false;
-  timer_delete(s->timer);
-  return true;
-}
-
-void record_name(int32_t tid, const char* name) {
-  uint64_t i = g.names_used.fetch_add(1);
-  if (i >= kMaxNames) return;
-  g.names[i].tid = tid;
-  size_t n = strnlen(name, sizeof g.names[i].name - 1);
-  memcpy(g.names[i].name, name, n);
-  g.names[i].name[n] = 0;
+void record_name(uint32_t serial, int32_t tid, const char* name) {
+  if (serial == 0 || serial >= kMaxNames) return;
+  Name& n = g.names[serial];
+  n.tid = tid;
+  size_t len = strnlen(name, sizeof n.name - 1);
+  memcpy(n.name, name, len);
+  n.name[len] = 0;
 }
 
 void on_thread_exit(void* p) {
@@ -287,14 +250,16 @@ void on_thread_exit(void* p) {
   int32_t tid = int32_t(sys::gettid());
   // After a fork or a failed exec the slot may belong to another thread.
   if (s < g.slots || s >= g.slots + kMaxSlots || s->tid.load() != tid) return;
+  if (!disarm(s, kDead)) return;  // the stop has it
   char name[17] = {0};
   prctl(PR_GET_NAME, name, 0, 0, 0);
-  record_name(tid, name);
-  if (disarm(s)) release(s);
+  record_name(s->serial, tid, name);
+  credit(s, sys::now_ns(CLOCK_THREAD_CPUTIME_ID));
+  release(s);
 }
 
 // A thread's name as the kernel has it; not signal-safe.
-void record_comm(int32_t tid) {
+void record_comm(uint32_t serial, int32_t tid) {
   char path[64], name[32] = {0};
   snprintf(path, sizeof path, "/proc/self/task/%d/comm", tid);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -302,7 +267,7 @@ void record_comm(int32_t tid) {
   ssize_t r = read(fd, name, sizeof name - 1);
   close(fd);
   if (r > 0 && name[r - 1] == '\n') name[r - 1] = 0;
-  if (r > 0) record_name(tid, name);
+  if (r > 0) record_name(serial, tid, name);
 }
 
 bool has_slot(int32_t tid) {
@@ -318,7 +283,8 @@ void arm_existing_threads() {
     int tid = atoi(e->d_name);
     // No exit destructor runs for a thread we did not start: its name now,
     // in case it ends before the stop (the stop reads it again if not).
-    if (tid > 0 && !has_slot(tid) && arm(tid)) record_comm(tid);
+    if (tid > 0 && !has_slot(tid))
+      if (Slot* s = arm(tid, 0)) record_comm(s->serial, tid);
   }
   closedir(d);
 }
@@ -328,12 +294,14 @@ bool map_tables(std::string* err) {
   g.table = static_cast<Entry*>(map_zeroed(sizeof(Entry) * kTableSize));
   g.arena = static_cast<uint64_t*>(map_zeroed(sizeof(uint64_t) * kArenaWords));
   g.names = static_cast<Name*>(map_zeroed(sizeof(Name) * kMaxNames));
-  if (!g.slots || !g.table || !g.arena || !g.names) {
+  g.log = static_cast<uint32_t*>(map_zeroed(sizeof(uint32_t) * kTableSize));
+  if (!g.slots || !g.table || !g.arena || !g.names || !g.log) {
     *err = std::string("cannot map the CPU sample table: ") + strerror(errno);
     return false;
   }
-  g.arena_used = 0, g.names_used = 0;
-  g.samples = 0, g.dropped = 0, g.dropped_nanos = 0, g.threads = 0, g.timer_failures = 0;
+  g.arena_used = 0, g.log_used = 0, g.serials = 0;
+  g.signals = 0, g.expirations = 0, g.credited = 0, g.dropped = 0, g.dropped_nanos = 0, g.threads = 0,
+  g.timer_failures = 0;
   return true;
 }
 
@@ -342,10 +310,11 @@ void unmap_tables() {
   munmap(g.table, sizeof(Entry) * kTableSize);
   munmap(g.arena, sizeof(uint64_t) * kArenaWords);
   munmap(g.names, sizeof(Name) * kMaxNames);
+  munmap(g.log, sizeof(uint32_t) * kTableSize);
 }
 
 bool arm_self(std::string* err) {
-  Slot* self = arm(sys::gettid());
+  Slot* self = arm(sys::gettid(), 0);
   if (!self) {
     g.enabled.store(false);
     *err = std::string("cannot create a per-thread CPU timer: ") + strerror(errno);
@@ -355,31 +324,68 @@ bool arm_self(std::string* err) {
   return true;
 }
 
-}  // namespace
+void wait_in_flight() {
+  for (int i = 0; i < 1000 && g.in_flight.load() > 0; ++i) {
+    struct timespec ts = {0, 100000};
+    nanosleep(&ts, nullptr);
+  }
+}
 
-int signal_number() { return SIGRTMAX - 4; }
+Stack stack_of(const Entry& e) {
+  return {g.arena + e.off, e.depth, e.tid, e.serial, e.count.load(), e.nanos.load()};
+}
+
+}  // namespace
 
 bool running() { return g.enabled.load(std::memory_order_relaxed); }
 
+uint64_t period_ns() { return g.period_ns; }
+
+bool owns(const void* v) {
+  return g.slots && v >= static_cast<const void*>(g.slots) && v < static_cast<const void*>(g.slots + kMaxSlots);
+}
+
+void on_timer(siginfo_t* si, void* uc) {
+  g.in_flight.fetch_add(1);
+  Slot* s = static_cast<Slot*>(si->si_value.sival_ptr);
+  int32_t tid = int32_t(sys::gettid());
+  // A stale signal (its slot ended or went to another thread) is ignored.
+  if (g.enabled.load() && s->state.load(std::memory_order_acquire) == kLive &&
+      s->tid.load(std::memory_order_acquire) == tid) {
+    uint64_t n = 1 + uint64_t(si->si_overrun > 0 ? si->si_overrun : 0);
+    uint64_t pcs[kMaxDepth];
+    int depth = unwind::from_signal(uc, pcs, kMaxDepth);
+    s->delivered += n;
+    // A thread the shim did not start has no exit destructor to record its
+    // name: its name as of its latest sample (one system call).
+    if (!s->start_fn) {
+      char name[17] = {0};
+      if (prctl(PR_GET_NAME, name, 0, 0, 0) == 0) record_name(s->serial, tid, name);
+    }
+    g.signals.fetch_add(1, std::memory_order_relaxed);
+    g.expirations.fetch_add(n, std::memory_order_relaxed);
+    if (uint32_t idx = add(pcs, uint32_t(depth), tid, s->serial, n)) s->last = idx;
+  }
+  g.in_flight.fetch_sub(1);
+}
+
+void on_lost_timer(const siginfo_t* si) {
+  Slot* s = static_cast<Slot*>(si->si_value.sival_ptr);
+  if (!g.enabled.load() || s->state.load() != kLive || s->tid.load() != int32_t(sys::gettid()) || !s->last)
+    return;  // with no stack yet, the thread's end credits these expirations
+  uint64_t n = 1 + uint64_t(si->si_overrun > 0 ? si->si_overrun : 0);
+  s->delivered += n;
+  g.expirations.fetch_add(n, std::memory_order_relaxed);
+  Entry& e = g.table[s->last - 1];
+  e.count.fetch_add(n, std::memory_order_relaxed);
+  e.nanos.fetch_add(n * g.period_ns, std::memory_order_relaxed);
+}
+
 bool start(uint32_t hz, std::string* err) {
-  if (!map_tables(err) || !load_libunwind(err)) return false;
+  if (!map_tables(err) || !unwind::load(err)) return false;
   g.period_ns = 1000000000ull / hz;
-  // Not UNW_CACHE_PER_THREAD: that cache is a __thread variable of a
-  // dlopen()ed library, which glibc allocates lazily with malloc inside
-  // __tls_get_addr -- in our signal handler, possibly on a thread stopped
-  // inside malloc. The global cache takes a lock with signals blocked.
-  u.set_caching_policy(*u.local_as, UNW_CACHE_GLOBAL);
   if (pthread_key_create(&g.key, on_thread_exit) != 0) {
     *err = "cannot create a thread key for the CPU timers";
-    return false;
-  }
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_sigaction = handler;
-  sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
-  sigemptyset(&sa.sa_mask);
-  if (real::sigaction()(signal_number(), &sa, nullptr) != 0) {
-    *err = std::string("cannot install the CPU sampling signal handler: ") + strerror(errno);
     return false;
   }
   g.enabled.store(true);
@@ -397,10 +403,7 @@ bool g_was_enabled_at_fork;
 
 void quiesce_for_fork() {
   if (g_forks.fetch_add(1) == 0) g_was_enabled_at_fork = g.enabled.exchange(false);
-  for (int i = 0; i < 1000 && g.in_flight.load() > 0; ++i) {
-    struct timespec ts = {0, 100000};
-    nanosleep(&ts, nullptr);
-  }
+  wait_in_flight();
 }
 
 void resume_after_fork_in_parent() {
@@ -426,31 +429,29 @@ void reset_after_fork() {
 void resume() {
   if (!g.table || g.enabled.load()) return;
   for (uint32_t i = 0; i < kMaxSlots; ++i) {
-    uint32_t dead = kDead;
-    if (g.slots[i].state.load() == kDead) {
-      g.slots[i].tid.store(0);
-      g.slots[i].state.compare_exchange_strong(dead, kFree);
-    }
+    uint32_t st = g.slots[i].state.load();
+    if (st == kDead || st == kStopped) release(&g.slots[i]);
   }
   g.enabled.store(true);
   arm_existing_threads();
 }
 
-void thread_begin() {
+void thread_begin(void* start_fn) {
   if (!running() || pthread_getspecific(g.key)) return;
-  if (Slot* s = arm(sys::gettid())) pthread_setspecific(g.key, s);
+  if (Slot* s = arm(sys::gettid(), reinterpret_cast<uint64_t>(start_fn))) pthread_setspecific(g.key, s);
 }
 
 void stop() {
   if (!g.enabled.exchange(false)) return;
+  for (uint32_t i = 0; i < kMaxSlots; ++i) disarm(&g.slots[i], kStopped);
+  wait_in_flight();
   for (uint32_t i = 0; i < kMaxSlots; ++i) {
     Slot& s = g.slots[i];
+    if (s.state.load() != kStopped) continue;
     int32_t tid = s.tid.load();
-    if (disarm(&s)) record_comm(tid);
-  }
-  for (int i = 0; i < 1000 && g.in_flight.load() > 0; ++i) {
-    struct timespec ts = {0, 100000};
-    nanosleep(&ts, nullptr);
+    record_comm(s.serial, tid);
+    uint64_t cpu = sys::now_ns(thread_clock(tid));
+    if (cpu) credit(&s, cpu);  // 0: the thread is gone (its clock with it)
   }
 }
 
@@ -459,22 +460,30 @@ void for_each(void (*fn)(const Stack&, void*), void* arg) {
   for (uint32_t i = 0; i < kTableSize; ++i) {
     Entry& e = g.table[i];
     if (e.state.load(std::memory_order_acquire) != 2 || e.depth == 0) continue;
-    Stack s = {g.arena + e.off, e.depth, e.tid, e.count.load(), e.nanos.load()};
-    fn(s, arg);
+    fn(stack_of(e), arg);
+  }
+}
+
+void for_each_since(uint64_t* cursor, void (*fn)(const Stack&, void*), void* arg) {
+  if (!g.log) return;
+  uint64_t end = g.log_used.load(std::memory_order_acquire);
+  if (end > kTableSize) end = kTableSize;
+  for (; *cursor < end; ++*cursor) {
+    uint32_t v = __atomic_load_n(&g.log[*cursor], __ATOMIC_ACQUIRE);
+    if (v == 0) break;  // still being written: next time
+    Entry& e = g.table[v - 1];
+    if (e.depth) fn(stack_of(e), arg);
   }
 }
 
 Stats stats() {
-  return {g.samples.load(), g.dropped.load(), g.dropped_nanos.load(), g.threads.load(),
-          g.timer_failures.load()};
+  return {g.signals.load(),  g.expirations.load(),   g.credited.load(),         g.dropped.load(),
+          g.dropped_nanos.load(), g.threads.load(), g.timer_failures.load()};
 }
 
-std::string thread_name(int32_t tid) {
-  uint64_t n = g.names_used.load();
-  if (n > kMaxNames) n = kMaxNames;
-  for (uint64_t i = n; i-- > 0;)
-    if (g.names[i].tid == tid) return g.names[i].name;
-  return "";
+std::string thread_name(uint32_t serial) {
+  if (!g.names || serial == 0 || serial >= kMaxNames) return "";
+  return g.names[serial].name;
 }
 
 }  // namespace sampler

@@ -1,17 +1,22 @@
 // sampler: the CPU profiler. One POSIX timer per thread on that thread's own
-// CPU clock, delivered to that thread (SIGEV_THREAD_ID) as kSignal; the
-// handler unwinds with libunwind and adds the stack to a lock-free table in
-// mmap'd memory, weighted by the CPU time the thread really used since its
-// previous sample (so totals stay true when the kernel cannot deliver the
-// asked rate). docs/DESIGN.md says why this is ours and not gperftools'.
+// CPU clock, delivered to that thread (SIGEV_THREAD_ID) as the shim's signal
+// (own_signal.h dispatches it here); the handler unwinds and adds the stack
+// to a lock-free table in mmap'd memory. Each signal stands for 1 + its
+// overrun expirations of the period -- the kernel checks CPU timers at its
+// tick, so at rates above the tick one signal carries several -- and the
+// expirations a thread reached after its last signal (it ended, or the stop
+// came, before the next tick looked) are credited at its end: totals are
+// true at any rate and for threads that live a few milliseconds.
 //
 // Signal-handler contract (gperftools' profiledata.h style):
-//  - Only handler() runs in signal context. It touches the slot named by the
-//    signal's si_value, the stack table and atomics; it allocates nothing and
-//    takes no lock. When the table is full it drops the sample and counts it.
+//  - Only on_timer() runs in signal context. It touches the slot named by
+//    the signal's si_value, the stack table and atomics; it allocates
+//    nothing and takes no lock. When the table is full it drops the sample
+//    and counts it.
 //  - start() and thread_begin() may run concurrently with handlers.
-//  - stop() disables the handler, deletes every timer and then waits (bounded)
-//    for handlers in flight; only after stop() are for_each()'s counts final.
+//  - stop() disables the handler, deletes every timer, waits (bounded) for
+//    handlers in flight and credits what every live thread used since its
+//    last sample; only after stop() are for_each()'s counts final.
 #pragma once
 #include <signal.h>
 #include <stdint.h>
@@ -19,18 +24,17 @@
 
 namespace sampler {
 
-// The shim's own real-time signal: programs and libraries rarely use the top
-// of the range, and SIGPROF stays the program's.
-int signal_number();
-
-// Installs the handler and creates timers for every thread that exists now
+// Maps the tables and creates timers for every thread that exists now
 // (found in /proc/self/task). False with *err if the kernel refuses.
 bool start(uint32_t hz, std::string* err);
 bool running();
-// In a thread that starts after start(): creates its timer; the timer is
-// deleted by a thread-exit destructor.
-void thread_begin();
-// Disable, delete all timers, wait for handlers in flight (<= 100 ms).
+// In a thread that starts after start(): creates its timer (start_fn: its
+// start routine, named for CPU it uses before its first sample); the timer
+// is deleted by a thread-exit destructor, which credits the thread's last
+// expirations.
+void thread_begin(void* start_fn);
+// Disable, delete all timers, wait for handlers in flight (<= 100 ms),
+// credit every live thread's last expirations.
 void stop();
 // Around fork (pthread_atfork prepare / parent): no handler may be inside
 // libunwind, whose cache lock a child would inherit held.
@@ -42,23 +46,38 @@ void reset_after_fork();
 // After stop(), when an exec failed: sample every thread again.
 void resume();
 
+// own_signal's dispatch: whether a timer value is one of our slots, the
+// signal itself, and one dequeued by the program's sigwait (its
+// expirations are credited to the thread's last stack).
+bool owns(const void* value);
+void on_timer(siginfo_t* si, void* ucontext);
+void on_lost_timer(const siginfo_t* si);
+
 struct Stack {
-  const uint64_t* pcs;  // leaf first: pcs[0] is the interrupted instruction,
-  uint32_t depth;       // the rest are return addresses
+  const uint64_t* pcs;  // leaf first, as unwind.h records them (kExact marks
+  uint32_t depth;       // interrupted instructions; the rest are returns)
   int32_t tid;
-  uint64_t count;
-  uint64_t nanos;       // CPU time these samples stand for
+  uint32_t serial;      // the thread's own number, never reused (tids are)
+  uint64_t count;       // expirations of the period these samples stand for
+  uint64_t nanos;       // count x period
 };
-// Calls fn for every published stack. Safe while sampling goes on (unload.cc
-// reads the table at a dlclose): once published, an entry's thread, depth
-// and pcs never change; only its count and nanos grow, until stop().
+// Calls fn for every published stack. Safe while sampling goes on: once
+// published, an entry's thread, depth and pcs never change; only its count
+// and nanos grow, until stop().
 void for_each(void (*fn)(const Stack&, void*), void* arg);
+// The same for the stacks published since *cursor (0 at first), which it
+// advances: a dlclose looks only at what is new.
+void for_each_since(uint64_t* cursor, void (*fn)(const Stack&, void*), void* arg);
 
 struct Stats {
-  uint64_t samples, dropped, dropped_nanos, threads, timer_failures;
+  uint64_t signals;      // timer signals taken
+  uint64_t expirations;  // periods they and the end-of-thread credits stand for
+  uint64_t credited;     // of which credited at a thread's end or the stop
+  uint64_t dropped, dropped_nanos, threads, timer_failures;
 };
 Stats stats();
-// Thread name recorded for tid ("" if unknown).
-std::string thread_name(int32_t tid);
+uint64_t period_ns();
+// Thread name recorded for a thread's serial ("" if unknown).
+std::string thread_name(uint32_t serial);
 
 }  // namespace sampler

@@ -1,8 +1,7 @@
-// signals: fatal-signal handlers and sigaction bookkeeping; see signals.h.
+// signals: fatal-signal handlers and the view of dispositions; see signals.h.
 #include "signals.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -11,8 +10,10 @@
 #include <atomic>
 
 #include "lifecycle.h"
+#include "own_signal.h"
 #include "real.h"
-#include "sampler.h"
+#include "sigmask.h"
+#include "sys.h"
 
 // The kernel's flag that glibc sets on every installation (asm/signal.h;
 // glibc's <signal.h> does not expose it).
@@ -26,46 +27,82 @@ namespace {
 const int kFatal[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGABRT, SIGSEGV, SIGBUS, SIGFPE,
                       SIGILL,  SIGPIPE, SIGALRM, SIGXCPU, SIGXFSZ, SIGUSR1, SIGUSR2};
 
-enum Mode : int { kUnmanaged = 0, kOurs, kApp };
+// What the kernel's action cannot say, per signal. Where ours stands in for
+// the program's SIG_DFL: the flags it asked for that ours needs otherwise
+// (SA_SIGINFO, SA_ONSTACK) and whether its action carried SA_RESTORER (the
+// kernel's initial default does not; glibc adds it to every sigaction). For
+// any action: whether its sa_mask named the shim's signal.
+enum : uint8_t { kInfo = 1, kOnstack = 2, kRestorer = 4, kMaskOurs = 8 };
 
 struct State {
-  std::atomic<int> mode[NSIG];
-  struct sigaction view[NSIG];  // what the program would see without the shim
-  std::atomic<bool> lock;
-  int sampling;  // 0: none (signal 0 is never a real one)
-  std::atomic<bool> sampling_taken;
+  bool active;
+  bool managed[NSIG];  // SIG_DFL is served by our handler
+  std::atomic<uint8_t> bits[NSIG];
+  // glibc's _sigintr: the signals siginterrupt() made interrupting, which
+  // glibc's signal() installs without SA_RESTART.
+  std::atomic<uint64_t> sigintr;
 };
-// Zero-initialised, with no dynamic initialiser: our constructor may run
-// before this file's C++ initialisers would (scripts/check-exports fails
-// the build if any shim object has one).
-State g;
+State g;  // zero-initialised: no dynamic initialiser (DESIGN "Globals")
 
-// Held with every signal blocked: a handler of the program's that calls
-// signal() or sigaction() (the SysV re-arm idiom) must not find the lock held
-// by the code it interrupted on the same thread.
-struct Lock {
-  sigset_t old;
-  Lock() {
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    while (g.lock.exchange(true, std::memory_order_acquire)) {
-    }
-  }
-  ~Lock() {
-    g.lock.store(false, std::memory_order_release);
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  }
-};
+bool is_default(const struct sigaction* a) { return a->sa_handler == SIG_DFL; }
 
-bool synchronous_fault(int sig, const siginfo_t* si) {
-  return si && si->si_code > 0 &&
-         (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL);
+void fatal_handler(int sig, siginfo_t* si, void* uc) { fatal(sig, si, uc); }
+
+bool is_ours(const struct sigaction& k) {
+  return (k.sa_flags & SA_SIGINFO) && k.sa_sigaction == fatal_handler;
 }
 
-void fatal_handler(int sig, siginfo_t* si, void*) {
+uint8_t bits_for(const struct sigaction* act, bool standing_in) {
+  uint8_t b = 0;
+  int ours = sigmask::ours();
+  if (ours && sigismember(&act->sa_mask, ours) == 1) b |= kMaskOurs;
+  if (standing_in) {
+    if (act->sa_flags & SA_SIGINFO) b |= kInfo;
+    if (act->sa_flags & SA_ONSTACK) b |= kOnstack;
+    b |= kRestorer;  // the program's action goes through glibc, which adds it
+  }
+  return b;
+}
+
+// Ours in place of the program's SIG_DFL, with its flags and mask (the
+// kernel keeps them for the next query); one system call.
+int install_ours(int sig, const struct sigaction* prog, struct sigaction* old) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = fatal_handler;
+  sa.sa_flags = (prog->sa_flags & ~SA_RESTORER) | SA_SIGINFO | SA_ONSTACK;
+  memcpy(&sa.sa_mask, &prog->sa_mask, sizeof sa.sa_mask);
+  if (int ours = sigmask::ours()) sigdelset(&sa.sa_mask, ours);
+  return real::sigaction()(sig, &sa, old);
+}
+
+// What the program would have been told of the kernel's action k.
+void view_of(const struct sigaction& k, uint8_t b, struct sigaction* out) {
+  *out = k;
+  if (is_ours(k)) {
+    out->sa_handler = SIG_DFL;
+    out->sa_flags = (k.sa_flags & ~(SA_SIGINFO | SA_ONSTACK | SA_RESTORER)) | ((b & kInfo) ? SA_SIGINFO : 0) |
+                    ((b & kOnstack) ? SA_ONSTACK : 0) | ((b & kRestorer) ? SA_RESTORER : 0);
+    if (!(b & kRestorer)) out->sa_restorer = nullptr;
+  }
+  if (b & kMaskOurs) sigaddset(&out->sa_mask, sigmask::ours());
+}
+
+bool in_range(int sig) { return sig > 0 && sig < NSIG; }
+
+}  // namespace
+
+bool synchronous_fault(int sig, const siginfo_t* si) {
+  return si && si->si_code > 0 && (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL);
+}
+
+void fatal(int sig, siginfo_t* si, void* uc) {
   int saved = errno;
-  lifecycle::stop_from_signal(sig);
+  sigmask::Internal inside;
+  if (lifecycle::stop_on_fatal(sig, si, uc)) {  // deferred: the signal comes again shortly
+    errno = saved;
+    return;
+  }
   struct sigaction dfl;
   memset(&dfl, 0, sizeof dfl);
   dfl.sa_handler = SIG_DFL;
@@ -73,53 +110,142 @@ void fatal_handler(int sig, siginfo_t* si, void*) {
   // A fault re-executes its instruction on return and meets SIG_DFL there,
   // so the core shows the faulting frame. Anything sent (kill, raise,
   // abort) is sent again; it stays pending until this handler returns.
-  if (!synchronous_fault(sig, si)) syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), sig);
+  if (!synchronous_fault(sig, si)) syscall(SYS_tgkill, syscall(SYS_getpid), sys::gettid(), sig);
   errno = saved;
 }
 
-int install_ours(int sig) {
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_sigaction = fatal_handler;
-  sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
-  sigemptyset(&sa.sa_mask);
-  return real::sigaction()(sig, &sa, nullptr);
-}
-
-bool is_default(const struct sigaction* a) {
-  return !(a->sa_flags & SA_SIGINFO) && a->sa_handler == SIG_DFL;
-}
-
-// What a query would have returned had the program's act been installed:
-// glibc adds SA_RESTORER and its restorer to every installation, so take
-// those from what is installed now (ours, installed through glibc too).
-struct sigaction as_installed(int sig, const struct sigaction* act) {
-  struct sigaction k, v = *act;
-  if (real::sigaction()(sig, nullptr, &k) == 0 && (k.sa_flags & SA_RESTORER)) {
-    v.sa_flags |= SA_RESTORER;
-    v.sa_restorer = k.sa_restorer;
+void install() {
+  for (int sig : kFatal) {
+    g.managed[sig] = true;
+    struct sigaction cur;
+    memset(&cur, 0, sizeof cur);
+    if (real::sigaction()(sig, nullptr, &cur) != 0 || !is_default(&cur)) continue;
+    uint8_t b = bits_for(&cur, true);
+    if (!(cur.sa_flags & SA_RESTORER)) b &= uint8_t(~kRestorer);  // the kernel's initial default
+    g.bits[sig].store(b);
+    install_ours(sig, &cur, nullptr);
   }
-  return v;
+  g.active = true;
 }
 
-// The program takes the sampler's signal for itself: no further sample
-// signal may reach its handler, so the timers go first and what is pending
-// is discarded; the CPU profile keeps what it has (the summary says so).
-int hand_over_sampling_signal(int sig, const struct sigaction* act) {
-  sampler::stop();
-  struct sigaction ign;
-  memset(&ign, 0, sizeof ign);
-  ign.sa_handler = SIG_IGN;
-  real::sigaction()(sig, &ign, nullptr);
-  g.sampling_taken.store(true);
-  return real::sigaction()(sig, act, nullptr);
+int on_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
+  if (!g.active || !in_range(sig)) return real::sigaction()(sig, act, old);
+  if (sig == own_signal::number()) return own_signal::on_sigaction(act, old);
+  struct sigaction k;
+  memset(&k, 0, sizeof k);
+  uint8_t before = g.bits[sig].load(std::memory_order_relaxed), after = before;
+  int rc;
+  if (!act) {
+    rc = real::sigaction()(sig, nullptr, &k);
+  } else if (g.managed[sig] && is_default(act)) {
+    after = bits_for(act, true);
+    rc = install_ours(sig, act, &k);
+  } else {
+    after = bits_for(act, false);
+    if (after & kMaskOurs) {
+      struct sigaction copy = *act;
+      sigdelset(&copy.sa_mask, sigmask::ours());
+      rc = real::sigaction()(sig, &copy, &k);
+    } else {
+      rc = real::sigaction()(sig, act, &k);
+    }
+  }
+  if (rc != 0) return rc;
+  if (after != before) g.bits[sig].store(after, std::memory_order_relaxed);
+  if (old) view_of(k, before, old);
+  return 0;
 }
 
-// Enough for the fatal handler (a futex wait) and for the sampling handler
-// (libunwind keeps a cursor of about 1 KiB); touched only when used.
+sighandler_t on_bsd_signal(int sig, sighandler_t handler) {
+  if (!g.active) return real::signal()(sig, handler);
+  if (handler == SIG_ERR || !in_range(sig)) {
+    errno = EINVAL;
+    return SIG_ERR;
+  }
+  // As glibc's signal(): the signal itself blocked in its handler, and
+  // SA_RESTART unless siginterrupt() said otherwise.
+  struct sigaction sa, old;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = handler;
+  sigemptyset(&sa.sa_mask);
+  sigaddset(&sa.sa_mask, sig);
+  sa.sa_flags = (g.sigintr.load(std::memory_order_relaxed) >> (sig - 1)) & 1 ? 0 : SA_RESTART;
+  if (on_sigaction(sig, &sa, &old) != 0) return SIG_ERR;
+  return old.sa_handler;
+}
+
+sighandler_t on_sysv_signal(int sig, sighandler_t handler) {
+  if (!g.active) return real::sysv_signal()(sig, handler);
+  if (handler == SIG_ERR || !in_range(sig)) {
+    errno = EINVAL;
+    return SIG_ERR;
+  }
+  // As glibc's sysv_signal(): one-shot, not masked, interrupting.
+  struct sigaction sa, old;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = handler;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = int((SA_RESETHAND | SA_NODEFER | 0x20000000 /* SA_INTERRUPT */) & ~SA_RESTART);
+  if (on_sigaction(sig, &sa, &old) != 0) return SIG_ERR;
+  return old.sa_handler;
+}
+
+sighandler_t on_sigset(int sig, sighandler_t disp) {
+  if (!g.active) return real::sigset()(sig, disp);
+  // As glibc's sigset(), through the interposed sigaction and sigprocmask so
+  // that both views stay the program's.
+  sigset_t set, oset;
+  sigemptyset(&set);
+  if (sigaddset(&set, sig) < 0) return SIG_ERR;
+  struct sigaction act, oact;
+  if (disp == SIG_HOLD) {
+    if (sigprocmask(SIG_BLOCK, &set, &oset) < 0) return SIG_ERR;
+    if (sigismember(&oset, sig)) return SIG_HOLD;
+    if (on_sigaction(sig, nullptr, &oact) < 0) return SIG_ERR;
+    return oact.sa_handler;
+  }
+  memset(&act, 0, sizeof act);
+  act.sa_handler = disp;
+  sigemptyset(&act.sa_mask);
+  if (on_sigaction(sig, &act, &oact) < 0) return SIG_ERR;
+  if (sigprocmask(SIG_UNBLOCK, &set, &oset) < 0) return SIG_ERR;
+  return sigismember(&oset, sig) ? SIG_HOLD : oact.sa_handler;
+}
+
+int on_siginterrupt(int sig, int interrupt) {
+  if (g.active && in_range(sig) && sig <= 64) {
+    uint64_t bit = uint64_t(1) << (sig - 1);
+    if (interrupt)
+      g.sigintr.fetch_or(bit, std::memory_order_relaxed);
+    else
+      g.sigintr.fetch_and(~bit, std::memory_order_relaxed);
+  }
+  // glibc's own reads the kernel's action (ours, where ours stands in) and
+  // writes it back with SA_RESTART changed: the view keeps the flag.
+  if (g.active && sig == own_signal::number()) {
+    struct sigaction v;
+    if (own_signal::on_sigaction(nullptr, &v) != 0) return -1;
+    if (interrupt)
+      v.sa_flags &= ~SA_RESTART;
+    else
+      v.sa_flags |= SA_RESTART;
+    return own_signal::on_sigaction(&v, nullptr);
+  }
+  return real::siginterrupt()(sig, interrupt);
+}
+
+int on_sigignore(int sig) {
+  if (!g.active) return real::sigignore()(sig);
+  struct sigaction act;
+  memset(&act, 0, sizeof act);
+  act.sa_handler = SIG_IGN;
+  sigemptyset(&act.sa_mask);
+  return on_sigaction(sig, &act, nullptr);
+}
+
+// Enough for the fatal handler until it moves to a stack of its own
+// (lifecycle's fatal stop); touched only when used.
 constexpr size_t kAltStack = 64 << 10;
-
-}  // namespace
 
 void* ensure_altstack() {
   stack_t cur;
@@ -144,73 +270,6 @@ void release_altstack(void* stack) {
     sigaltstack(&off, nullptr);
     munmap(stack, kAltStack);
   }
-}
-
-void install(int sampling_signal) {
-  for (int sig : kFatal) {
-    struct sigaction cur;
-    if (real::sigaction()(sig, nullptr, &cur) != 0 || !is_default(&cur)) continue;
-    g.view[sig] = cur;
-    if (install_ours(sig) == 0) g.mode[sig].store(kOurs);
-  }
-  if (sampling_signal > 0) {
-    g.sampling = sampling_signal;  // stays 0 when there is no sampler
-    memset(&g.view[sampling_signal], 0, sizeof(struct sigaction));
-    g.view[sampling_signal].sa_handler = SIG_DFL;
-    g.mode[sampling_signal].store(kOurs);
-  }
-}
-
-int on_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
-  // A vfork child has its own dispositions but the parent's memory: our
-  // bookkeeping there would change what the parent's queries report.
-  if (sig <= 0 || sig >= NSIG || g.mode[sig].load() == kUnmanaged || lifecycle::in_vfork_child())
-    return real::sigaction()(sig, act, old);
-  Lock lock;
-  struct sigaction before = g.view[sig];
-  if (act) {
-    bool keep_sampling = sig == g.sampling && g.mode[sig].load() == kOurs &&
-                         (is_default(act) || act->sa_handler == SIG_IGN);
-    if (keep_sampling) {
-      // The sampler keeps its handler; the program's wish is only recorded.
-    } else if (sig != g.sampling && is_default(act)) {
-      if (install_ours(sig) != 0) return -1;
-      g.mode[sig].store(kOurs);
-    } else if (sig == g.sampling && g.mode[sig].load() == kOurs) {
-      if (hand_over_sampling_signal(sig, act) != 0) return -1;
-      g.mode[sig].store(kApp);
-    } else {
-      if (real::sigaction()(sig, act, nullptr) != 0) return -1;
-      g.mode[sig].store(kApp);
-    }
-    g.view[sig] = as_installed(sig, act);
-  }
-  if (old) *old = before;
-  return 0;
-}
-
-sighandler_t on_signal(int sig, sighandler_t handler) {
-  if (sig <= 0 || sig >= NSIG || g.mode[sig].load() == kUnmanaged || lifecycle::in_vfork_child())
-    return real::signal()(sig, handler);
-  struct sigaction sa, old;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = handler;
-  sigemptyset(&sa.sa_mask);
-  sigaddset(&sa.sa_mask, sig);
-  sa.sa_flags = SA_RESTART;
-  if (on_sigaction(sig, &sa, &old) != 0) return SIG_ERR;
-  return old.sa_handler;
-}
-
-bool sampling_signal_taken() { return g.sampling_taken.load(); }
-
-void discard_pending_sampling_signal() {
-  if (g.sampling <= 0 || g.mode[g.sampling].load() != kOurs) return;
-  struct sigaction ign, ours;
-  memset(&ign, 0, sizeof ign);
-  ign.sa_handler = SIG_IGN;
-  // Setting SIG_IGN discards every pending instance, for all threads.
-  if (real::sigaction()(g.sampling, &ign, &ours) == 0) real::sigaction()(g.sampling, &ours, nullptr);
 }
 
 }  // namespace signals

@@ -2,43 +2,47 @@
 // dispositions.
 //
 // Contract:
-//  - fatal_handler() is the only function here that runs in signal context.
-//    It asks lifecycle for the stop (futex wake + bounded futex wait, both
-//    async-signal-safe; the writing itself runs on the stop thread, never in
-//    the handler), then restores SIG_DFL and lets the signal take its
-//    default effect, so the process dies of the same signal with its
-//    core-dump behaviour unchanged.
-//  - A handler is installed only where the disposition was SIG_DFL when the
-//    shim loaded: an ignored signal stays ignored.
-//  - sigaction()/signal() from the program go through on_sigaction(): the
-//    program's own handler or SIG_IGN replaces ours for real; SIG_DFL puts
-//    ours back; queries report what the program would see without the shim.
-//    The CPU sampler's signal is managed the same way and hidden from
-//    queries; a program that installs a handler on it gets it, and the
-//    summary says the CPU profile stopped there.
+//  - fatal() runs in signal context (the handler of every fatal signal whose
+//    disposition is the default, and own_signal's for its default action).
+//    It hands the stop to lifecycle::stop_on_fatal, then restores SIG_DFL
+//    and lets the signal take its default effect, so the process dies of
+//    the same signal with its core-dump behaviour unchanged.
+//  - A handler is installed only where the disposition is SIG_DFL: an
+//    ignored signal stays ignored; the program's own handler or SIG_IGN
+//    replaces ours for real, SIG_DFL puts ours back.
+//  - The kernel's action is the program's view, except for a few flags kept
+//    beside it (what the program asked for when ours stands in for its
+//    SIG_DFL, and whether its sa_mask named the shim's signal, which the
+//    kernel never gets). So every call of the sigaction family is the one
+//    system call it is without the shim, lock-free (a fork, or a handler
+//    that re-arms itself with signal(), can never find a lock held).
 #pragma once
 #include <signal.h>
 
 namespace signals {
 
-// At setup, when profiling is active. sampling_signal < 0 if none.
-void install(int sampling_signal);
-// The interposed sigaction's body.
+// At setup, when profiling is active: our handler where the disposition is
+// the default.
+void install();
+
+// The interposed calls' bodies (each passes straight through when inert).
 int on_sigaction(int sig, const struct sigaction* act, struct sigaction* old);
-// The interposed signal()'s body (BSD semantics, as glibc's).
-sighandler_t on_signal(int sig, sighandler_t handler);
+sighandler_t on_bsd_signal(int sig, sighandler_t handler);   // signal, bsd_signal, ssignal
+sighandler_t on_sysv_signal(int sig, sighandler_t handler);  // sysv_signal, __sysv_signal
+sighandler_t on_sigset(int sig, sighandler_t disp);          // sigset
+int on_siginterrupt(int sig, int interrupt);
+int on_sigignore(int sig);
+
+// A fatal signal's stop and death (signal context).
+void fatal(int sig, siginfo_t* si, void* uc);
+// A fault raised by the hardware at an instruction (re-executed on return).
+bool synchronous_fault(int sig, const siginfo_t* si);
+
 // Gives the calling thread an alternate signal stack if it has none, so the
 // fatal-signal handler can run on a stack overflow. Returns the stack to
 // pass to release_altstack() when the thread ends, or null if the thread
 // already had one (the program's) or none could be mapped.
 void* ensure_altstack();
 void release_altstack(void* stack);
-
-// True if the program took the sampling signal for itself.
-bool sampling_signal_taken();
-// Discards pending instances of the sampling signal (before exec: a
-// thread-directed signal survives execve, and the new image has no handler
-// for it). Keeps the shim's handler installed.
-void discard_pending_sampling_signal();
 
 }  // namespace signals

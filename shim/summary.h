@@ -1,5 +1,6 @@
 // summary: formats the one line an image leaves on stderr when it finishes,
 // naming every file written and the figures a reader of a log wants first.
+// README.md shows it and docs/CONFIG.md says what each field means.
 #pragma once
 #include <stdint.h>
 #include <string>
@@ -9,13 +10,17 @@ namespace summary {
 
 struct Figures {
   std::vector<std::string> files;  // full paths written
-  uint64_t samples = 0, dropped = 0;
-  double dropped_s = 0;            // CPU the dropped samples stood for
+  uint32_t hz = 0;                 // asked rate; 0: no CPU profile
+  uint64_t samples = 0;            // periods in the CPU profile (its samples/count total)
+  uint64_t signals = 0;            // timer signals that brought them
+  uint64_t credited = 0;           // of samples, credited at a thread's end or the stop
+  double profiled_cpu_s = 0;       // the CPU profile's total
+  uint64_t dropped = 0;            // samples the table had no room for
+  double dropped_s = 0;            // CPU they stood for
   uint64_t unsampled_threads = 0;  // threads the kernel gave no CPU timer
-  uint32_t hz = 0;
-  bool signal_taken = false;       // the program took the sampling signal
-  double wall_s = 0, cpu_s = 0, profiled_cpu_s = 0;
-  uint64_t peak_rss_bytes = 0, heap_inuse_bytes = 0;
+  double wall_s = 0, cpu_s = 0;    // the image's, from its start to the stop
+  uint64_t peak_rss_bytes = 0;
+  uint64_t heap_inuse_bytes = 0;   // the heap profile's inuse_space total
   bool heap_seen = true;           // false: the program's malloc is not ours
   double stop_ms = 0, symbolize_ms = 0;
 };

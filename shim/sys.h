@@ -1,6 +1,6 @@
-// sys: async-signal-safe primitives (raw syscalls, clocks, futex waits) and
-// the shim's channel to the stderr the process started with. Every function
-// here may run in a signal handler unless its comment says otherwise.
+// sys: async-signal-safe primitives (raw syscalls, clocks, futex waits).
+// Every function here may run in a signal handler unless its comment says
+// otherwise.
 #pragma once
 #include <stdint.h>
 #include <sys/types.h>
@@ -22,17 +22,5 @@ void futex_wake(volatile uint32_t* word);
 // A whole file (a /proc file, say), "" if it cannot be opened. Not
 // signal-safe; its buffer is on the heap, so it suits a small stack.
 std::string read_file(const char* path);
-
-// --- stderr channel (not signal-safe to init; line() is) -----------------
-// Remembers the stderr the process started with (a close-on-exec duplicate
-// placed high, and its device/inode), so the summary still reaches it after
-// the program closes fd 2. Not called when inert.
-void stderr_init();
-// Drops the duplicate once the program has given up its own stderr for good
-// (a daemon), so we never hold a pipe open that a parent reads to EOF.
-void stderr_poll();
-// Writes one line ("# profshim: " + text + "\n") with a single write to the
-// original stderr, or to fd 2 only if it is still that same file.
-void line(const char* text);
 
 }  // namespace sys

@@ -21,16 +21,20 @@
 #include "procmaps.h"
 #include "sampler.h"
 #include "sys.h"
+#include "unwind.h"
 
 // sampler.o and heap.o are not linked into the unit tests (the Makefile's
 // CORE_OBJS), which link this file: referenced weakly, they are null there
 // and everything here that needs them is skipped.
 namespace sampler {
-void for_each(void (*fn)(const Stack&, void*), void* arg) __attribute__((weak));
+void for_each_since(uint64_t* cursor, void (*fn)(const Stack&, void*), void* arg) __attribute__((weak));
 }
 namespace heap {
 void set_thread_active(bool on) __attribute__((weak));
 bool swap_thread_active(bool on) __attribute__((weak));
+}
+namespace recover {
+bool run(void (*fn)(void*), void* arg, const char** why) __attribute__((weak));
 }
 
 namespace unload {
@@ -125,21 +129,31 @@ __attribute__((constructor)) void count_initial_objects() {
   g_create = reinterpret_cast<CreateFn>(dlsym(RTLD_NEXT, "pthread_create"));
 }
 
-// The addresses finish will look up: the interrupted instruction as is,
-// return addresses minus one (inside the call).
-struct Scan {
-  const std::vector<Obj>* objs;
-  size_t from;
-  std::vector<std::vector<uint64_t>>* found;  // per object
+// Sampled addresses (as finish looks them up) in code loaded after the
+// process started and not yet recorded, gathered a dlclose at a time from
+// the stacks the sampler published since the previous one: a dlclose never
+// walks the whole table, whatever the number of dlcloses.
+struct Pending {
+  int pid = 0;  // a fork child's sampler starts with tables of its own
+  uint64_t cursor = 0;
+  std::unordered_set<uint64_t> addrs;
+};
+Pending& pending() {
+  static Pending* p = new Pending;
+  return *p;
+}
+
+struct Collect {
+  const std::vector<std::pair<uint64_t, uint64_t>>* ranges;  // sorted, disjoint
+  std::unordered_set<uint64_t>* out;
 };
 
-void scan_stack(const sampler::Stack& st, void* arg) {
-  auto* s = static_cast<Scan*>(arg);
+void collect_new(const sampler::Stack& st, void* arg) {
+  auto* c = static_cast<Collect*>(arg);
   for (uint32_t i = 0; i < st.depth; ++i) {
-    uint64_t a = i == 0 ? st.pcs[i] : st.pcs[i] - 1;
-    for (size_t j = s->from; j < s->objs->size(); ++j)
-      for (const auto& r : (*s->objs)[j].exec)
-        if (a >= r.first && a < r.second) (*s->found)[j].push_back(a);
+    uint64_t a = unwind::lookup_addr(st.pcs[i]);
+    auto it = std::upper_bound(c->ranges->begin(), c->ranges->end(), std::make_pair(a, ~uint64_t(0)));
+    if (it != c->ranges->begin() && a < (--it)->second) c->out->insert(a);
   }
 }
 
@@ -225,10 +239,31 @@ bool plan(void* handle, Job* job) {
   }
   if (k == objs.size()) return false;
 
+  Pending& p = pending();
+  int pid = int(getpid());
+  if (p.pid != pid) {
+    p.pid = pid, p.cursor = 0;
+    p.addrs.clear();
+  }
+  if (sampler::for_each_since) {
+    std::vector<std::pair<uint64_t, uint64_t>> ranges;
+    for (size_t j = size_t(g_initial); j < objs.size(); ++j) ranges.insert(ranges.end(), objs[j].exec.begin(), objs[j].exec.end());
+    std::sort(ranges.begin(), ranges.end());
+    Collect c{&ranges, &p.addrs};
+    sampler::for_each_since(&p.cursor, collect_new, &c);
+  }
   std::vector<std::vector<uint64_t>> found(objs.size());
-  if (sampler::for_each) {
-    Scan scan{&objs, k, &found};
-    sampler::for_each(scan_stack, &scan);
+  for (auto it = p.addrs.begin(); it != p.addrs.end();) {
+    size_t owner = objs.size();
+    for (size_t j = k; j < objs.size() && owner == objs.size(); ++j)
+      for (const auto& r : objs[j].exec)
+        if (*it >= r.first && *it < r.second) owner = j;
+    if (owner == objs.size()) {
+      ++it;
+      continue;
+    }
+    found[owner].push_back(*it);
+    it = p.addrs.erase(it);  // recorded now, or by a record already
   }
   job->pid = int(getpid());
   std::unordered_set<uint64_t> done;
@@ -267,6 +302,27 @@ void* helper(void* arg) {
   return nullptr;
 }
 
+// On the program's thread: plan, then record on a helper thread, joined.
+void plan_and_record(void* arg) {
+  void* handle = arg;
+  Job job;
+  if (!plan(handle, &job)) return;
+  int cancel_state;
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);  // pthread_join is a cancellation point
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, kHelperStack);
+  // No signal of the program is ever handled there (glibc keeps its own
+  // internal ones out of the mask).
+  sigset_t all;
+  sigfillset(&all);
+  pthread_attr_setsigmask_np(&attr, &all);
+  pthread_t t;
+  if (g_create(&t, &attr, helper, &job) == 0) pthread_join(t, nullptr);
+  pthread_attr_destroy(&attr);
+  pthread_setcancelstate(cancel_state, nullptr);
+}
+
 }  // namespace
 
 void before_dlclose(void* handle) {
@@ -279,24 +335,11 @@ void before_dlclose(void* handle) {
     was = heap::swap_thread_active(false);
   else if (heap::set_thread_active)
     heap::set_thread_active(false);
-  {
-    Job job;
-    if (plan(handle, &job)) {
-      int cancel_state;
-      pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);  // pthread_join is a cancellation point
-      pthread_attr_t attr;
-      pthread_attr_init(&attr);
-      pthread_attr_setstacksize(&attr, kHelperStack);
-      sigset_t all, old;
-      sigfillset(&all);
-      pthread_sigmask(SIG_SETMASK, &all, &old);  // no signal of the program is ever handled there
-      pthread_t t;
-      if (g_create(&t, &attr, helper, &job) == 0) pthread_join(t, nullptr);
-      pthread_sigmask(SIG_SETMASK, &old, nullptr);
-      pthread_attr_destroy(&attr);
-      pthread_setcancelstate(cancel_state, nullptr);
-    }
-  }
+  // Out of memory here costs the record, not the program's dlclose.
+  if (recover::run)
+    recover::run(plan_and_record, handle, nullptr);
+  else
+    plan_and_record(handle);
   if (heap::set_thread_active) heap::set_thread_active(was);
   errno = saved_errno;
   t_busy = false;

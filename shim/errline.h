@@ -1,0 +1,35 @@
+// errline: the shim's one channel to the stderr the process started with,
+// for its summary and error lines ("# profshim: ...").
+//
+// Programs close or replace fd 2 before they end (xz closes it and then
+// exits; a daemon points it at /dev/null and runs on), so at the moment the
+// program first closes or replaces fd 2 -- the close/dup2/dup3/close_range
+// wrappers tell us -- the shim keeps a close-on-exec duplicate of it, placed
+// at the top of the descriptor limit where a program's own descriptors
+// rarely reach. Not when the program detaches (setsid, daemon): then the
+// original stderr is let go, so that a parent reading that pipe to its end
+// is not kept waiting. Before that moment no descriptor of the shim's exists
+// at all. The program closing the duplicate's number (closefrom, a loop over
+// every fd) closes it for real and the shim forgets it: the shim never
+// closes a descriptor it does not hold.
+//
+// line() is signal-safe and never raises SIGPIPE in the program: a closed
+// pipe costs the line, not the process.
+#pragma once
+
+namespace errline {
+
+// At setup (active): remembers what fd 2 is (device, inode). Until then,
+// lines go to fd 2 as it is.
+void init();
+// Writes "# profshim: " + text + "\n" with one write.
+void line(const char* text);
+
+// From the fd wrappers, before the call: fd 2 is about to be closed or
+// replaced; fds [lo, hi] are about to be closed.
+void before_fd2_goes();
+void before_close(unsigned lo, unsigned hi);
+// The program detaches from its session's terminal or pipe.
+void detaching();
+
+}  // namespace errline

@@ -1,0 +1,166 @@
+// freeze: parking the other threads after a fatal signal; see freeze.h.
+#include "freeze.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+
+#include "own_signal.h"
+#include "sys.h"
+#include "unwind.h"
+
+namespace freeze {
+namespace {
+
+constexpr uint32_t kMaxFrozen = 1u << 15;
+constexpr uint32_t kSet = 1u << 16;  // open addressing, twice the most threads we track
+constexpr uint64_t kRound = 200000;  // 200 us between looks
+constexpr int kResendEvery = 10;     // a thread that has not answered is asked again every 2 ms
+
+struct State {
+  std::atomic<uint32_t> nfrozen;
+  std::atomic<int32_t> frozen[kMaxFrozen];  // tids, in the order they parked (0: being written)
+  std::atomic<uint64_t> park_until;
+  volatile uint32_t never;  // a futex word nobody wakes
+};
+State g;
+
+struct TidSet {
+  int32_t slot[kSet];
+  bool insert(int32_t tid) {
+    for (uint32_t i = uint32_t(tid) * 2654435761u, n = 0; n < kSet; ++i, ++n) {
+      int32_t& s = slot[i & (kSet - 1)];
+      if (s == tid) return false;
+      if (s == 0) {
+        s = tid;
+        return true;
+      }
+    }
+    return false;
+  }
+  bool has(int32_t tid) const {
+    for (uint32_t i = uint32_t(tid) * 2654435761u, n = 0; n < kSet; ++i, ++n) {
+      int32_t s = slot[i & (kSet - 1)];
+      if (s == tid) return true;
+      if (s == 0) return false;
+    }
+    return false;
+  }
+};
+
+void pause_ns(uint64_t ns) {
+  struct timespec ts = {time_t(ns / 1000000000ull), long(ns % 1000000000ull)};
+  syscall(SYS_nanosleep, &ts, nullptr);
+}
+
+// Calls fn(tid) for every thread listed in /proc/self/task.
+template <typename Fn>
+void each_thread(int dirfd, Fn fn) {
+  char buf[4096];
+  syscall(SYS_lseek, dirfd, 0, SEEK_SET);
+  for (;;) {
+    long n = syscall(SYS_getdents64, dirfd, buf, sizeof buf);
+    if (n <= 0) return;
+    for (long off = 0; off < n;) {
+      auto* d = reinterpret_cast<struct dirent64*>(buf + off);
+      int32_t tid = 0;
+      for (const char* p = d->d_name; *p >= '0' && *p <= '9'; ++p) tid = tid * 10 + (*p - '0');
+      if (tid > 0) fn(tid);
+      off += d->d_reclen;
+    }
+  }
+}
+
+// Whether a thread blocks the shim's signal in the kernel (glibc's helper
+// threads block everything): it will never answer, so nobody waits for it.
+bool blocks_ours(int32_t tid) {
+  char path[48] = "/proc/self/task/";
+  char digits[12];
+  int nd = 0;
+  for (int32_t t = tid; t > 0 && nd < 11; t /= 10) digits[nd++] = char('0' + t % 10);
+  size_t len = 16;
+  while (nd > 0) path[len++] = digits[--nd];
+  const char tail[] = "/status";
+  for (size_t i = 0; i < sizeof tail; ++i) path[len + i] = tail[i];
+  int fd = int(syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC));
+  if (fd < 0) return false;
+  char buf[2048];
+  long n = syscall(SYS_read, fd, buf, sizeof buf - 1);
+  syscall(SYS_close, fd);
+  if (n <= 0) return false;
+  buf[n] = 0;
+  for (long i = 0; i + 8 < n; ++i) {
+    if (buf[i] != '\n' || buf[i + 1] != 'S' || buf[i + 4] != 'B' || buf[i + 5] != 'l' || buf[i + 6] != 'k') continue;
+    uint64_t mask = 0;
+    for (long j = i + 8; j < n && buf[j] != '\n'; ++j) {
+      char c = buf[j];
+      int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+      if (v >= 0) mask = mask << 4 | uint64_t(v);
+    }
+    return (mask >> (own_signal::number() - 1)) & 1;
+  }
+  return false;
+}
+
+}  // namespace
+
+Result others(uint64_t deadline_ns, uint64_t park_until_ns) {
+  Result r;
+  g.park_until.store(park_until_ns);
+  int dirfd = int(syscall(SYS_openat, AT_FDCWD, "/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dirfd < 0) return r;
+  // In .bss, not on the (fresh but bounded) stack: 256 KiB each.
+  static TidSet parked, deaf;
+  for (auto& s : parked.slot) s = 0;
+  for (auto& s : deaf.slot) s = 0;
+  const int32_t self = int32_t(sys::gettid());
+  uint32_t absorbed = 0;
+  for (int round = 0;; ++round) {
+    uint32_t n = g.nfrozen.load(std::memory_order_acquire);
+    if (n > kMaxFrozen) n = kMaxFrozen;
+    for (int32_t t; absorbed < n && (t = g.frozen[absorbed].load(std::memory_order_acquire)) != 0; ++absorbed)
+      parked.insert(t);
+    int threads = 0, waiting = 0, frozen = 0, unanswered = 0;
+    each_thread(dirfd, [&](int32_t tid) {
+      if (tid == self) return;
+      ++threads;
+      if (parked.has(tid)) {
+        ++frozen;
+        return;
+      }
+      if (deaf.has(tid)) {
+        ++unanswered;
+        return;
+      }
+      if (round > 0 && round % kResendEvery == 0 && blocks_ours(tid)) {
+        deaf.insert(tid);
+        ++unanswered;
+        return;
+      }
+      ++waiting;
+      if (round % kResendEvery == 0) own_signal::send(tid, own_signal::kFreeze);
+    });
+    r.threads = threads, r.frozen = frozen, r.unanswered = unanswered + waiting;
+    if (waiting == 0 || sys::now_ns(CLOCK_MONOTONIC) >= deadline_ns) break;
+    pause_ns(kRound);
+  }
+  syscall(SYS_close, dirfd);
+  return r;
+}
+
+void on_request(void* uc) {
+  if (unwind::interrupted_in_unsafe_code(uc)) return;  // asked again in a moment
+  uint32_t i = g.nfrozen.fetch_add(1, std::memory_order_acq_rel);
+  if (i < kMaxFrozen) g.frozen[i].store(int32_t(sys::gettid()), std::memory_order_release);
+  for (;;) {
+    uint64_t now = sys::now_ns(CLOCK_MONOTONIC), until = g.park_until.load();
+    if (now >= until) return;
+    sys::futex_wait(&g.never, 0, until - now);
+  }
+}
+
+}  // namespace freeze

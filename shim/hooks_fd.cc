@@ -1,0 +1,69 @@
+// hooks_fd: the descriptor calls that can take fd 2 away (close, dup2,
+// dup3, close_range, closefrom, and stdio's fclose and freopen, which close
+// inside libc where no interposer sees it) and the calls that detach a process from
+// its terminal (setsid, daemon): errline.h keeps the summary's way to the
+// original stderr, and never holds a descriptor the program counts on.
+// Inert, errline watches nothing and each is one call through.
+#include <errno.h>
+#include <stdio.h>
+#include <unistd.h>
+#include <linux/close_range.h>
+#include <sys/syscall.h>
+
+#include "errline.h"
+#include "real.h"
+
+#define EXPORT extern "C" __attribute__((visibility("default")))
+
+EXPORT int close(int fd) {
+  errline::before_close(unsigned(fd), unsigned(fd));
+  return real::close()(fd);
+}
+
+EXPORT int dup2(int oldfd, int newfd) noexcept {
+  if (oldfd != newfd) errline::before_close(unsigned(newfd), unsigned(newfd));
+  return real::dup2()(oldfd, newfd);
+}
+
+EXPORT int dup3(int oldfd, int newfd, int flags) noexcept {
+  if (oldfd != newfd) errline::before_close(unsigned(newfd), unsigned(newfd));
+  return real::dup3()(oldfd, newfd, flags);
+}
+
+EXPORT int close_range(unsigned lo, unsigned hi, int flags) noexcept {
+  if (!(flags & CLOSE_RANGE_CLOEXEC)) errline::before_close(lo, hi);
+  if (real::close_range()) return real::close_range()(lo, hi, flags);
+  return int(syscall(SYS_close_range, lo, hi, flags));
+}
+
+EXPORT void closefrom(int lo) noexcept {
+  errline::before_close(unsigned(lo), ~0u);
+  if (real::closefrom()) real::closefrom()(lo);
+}
+
+// xz and coreutils end with fclose(stderr); a daemon may freopen it.
+EXPORT int fclose(FILE* fp) {
+  if (fp && fileno_unlocked(fp) == 2) errline::before_fd2_goes();
+  return real::fclose()(fp);
+}
+
+EXPORT FILE* freopen(const char* path, const char* mode, FILE* fp) {
+  if (fp && fileno_unlocked(fp) == 2) errline::before_fd2_goes();
+  return real::freopen()(path, mode, fp);
+}
+
+EXPORT FILE* freopen64(const char* path, const char* mode, FILE* fp) {
+  if (fp && fileno_unlocked(fp) == 2) errline::before_fd2_goes();
+  return real::freopen64()(path, mode, fp);
+}
+
+EXPORT pid_t setsid() noexcept {
+  pid_t r = real::setsid()();
+  if (r >= 0) errline::detaching();
+  return r;
+}
+
+EXPORT int daemon(int nochdir, int noclose) noexcept {
+  errline::detaching();
+  return real::daemon()(nochdir, noclose);
+}

@@ -1,0 +1,134 @@
+// hooks_signal: the signal API's wrappers. Dispositions go through
+// signals.h (the program's view kept beside the kernel's action), masks and
+// waits through sigmask.h and own_signal.h (the shim's signal is never
+// blocked, never waited for by the program). Each passes straight through
+// when inert and costs the one system call it costs without the shim.
+#include <errno.h>
+#include <signal.h>
+#include <time.h>
+
+#include "own_signal.h"
+#include "real.h"
+#include "sigmask.h"
+#include "signals.h"
+#include "sys.h"
+
+#define EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+template <typename Call>
+int masked(int how, const sigset_t* set, sigset_t* old, Call call) {
+  if (!sigmask::ours() || sigmask::internal()) return call(how, set, old);
+  sigmask::Change c;
+  sigmask::prepare(how, set, &c);
+  int rc = call(how, c.set, old);
+  sigmask::commit(c, rc, old);
+  return rc;
+}
+
+bool waits_for_ours(const sigset_t* set) {
+  return set && sigmask::ours() && sigismember(set, sigmask::ours()) == 1;
+}
+
+// sigwaitinfo / sigtimedwait that never hand the program one of the shim's
+// own signals (a CPU timer that fired while the thread entered the wait):
+// those are dealt with and the wait goes on, for what remains of it.
+int wait_info(const sigset_t* set, siginfo_t* info, const struct timespec* timeout) {
+  siginfo_t local;
+  siginfo_t* si = info ? info : &local;
+  uint64_t deadline = 0;
+  if (timeout) deadline = sys::now_ns(CLOCK_MONOTONIC) + uint64_t(timeout->tv_sec) * 1000000000ull + uint64_t(timeout->tv_nsec);
+  struct timespec left;
+  for (const struct timespec* t = timeout;;) {
+    int r = timeout ? real::sigtimedwait()(set, si, t) : real::sigwaitinfo()(set, si);
+    if (r < 0 || !own_signal::consume_if_ours(r, si)) return r;
+    if (timeout) {
+      uint64_t now = sys::now_ns(CLOCK_MONOTONIC);
+      uint64_t rest = deadline > now ? deadline - now : 0;
+      left = {time_t(rest / 1000000000ull), long(rest % 1000000000ull)};
+      t = &left;
+    }
+  }
+}
+
+}  // namespace
+
+// --- dispositions -------------------------------------------------------------
+
+EXPORT int sigaction(int sig, const struct sigaction* act, struct sigaction* old) noexcept {
+  return signals::on_sigaction(sig, act, old);
+}
+
+EXPORT int __sigaction(int sig, const struct sigaction* act, struct sigaction* old) noexcept {
+  return signals::on_sigaction(sig, act, old);
+}
+
+EXPORT sighandler_t signal(int sig, sighandler_t handler) noexcept { return signals::on_bsd_signal(sig, handler); }
+
+EXPORT sighandler_t bsd_signal(int sig, sighandler_t handler) noexcept {
+  return signals::on_bsd_signal(sig, handler);
+}
+
+EXPORT sighandler_t ssignal(int sig, sighandler_t handler) noexcept { return signals::on_bsd_signal(sig, handler); }
+
+EXPORT sighandler_t sysv_signal(int sig, sighandler_t handler) noexcept {
+  return signals::on_sysv_signal(sig, handler);
+}
+
+EXPORT sighandler_t __sysv_signal(int sig, sighandler_t handler) noexcept {
+  return signals::on_sysv_signal(sig, handler);
+}
+
+EXPORT sighandler_t sigset(int sig, sighandler_t disp) noexcept { return signals::on_sigset(sig, disp); }
+
+EXPORT int sigignore(int sig) noexcept { return signals::on_sigignore(sig); }
+
+EXPORT int siginterrupt(int sig, int interrupt) noexcept { return signals::on_siginterrupt(sig, interrupt); }
+
+// --- masks --------------------------------------------------------------------
+
+EXPORT int sigprocmask(int how, const sigset_t* set, sigset_t* old) noexcept {
+  return masked(how, set, old, real::sigprocmask());
+}
+
+EXPORT int pthread_sigmask(int how, const sigset_t* set, sigset_t* old) noexcept {
+  return masked(how, set, old, real::pthread_sigmask());
+}
+
+EXPORT int sighold(int sig) noexcept {
+  if (sig != sigmask::ours() || !sig) return real::sighold()(sig);
+  sigmask::set_view(true);
+  return 0;
+}
+
+EXPORT int sigrelse(int sig) noexcept {
+  if (sig != sigmask::ours() || !sig) return real::sigrelse()(sig);
+  sigmask::set_view(false);
+  return 0;
+}
+
+// --- waits ----------------------------------------------------------------------
+
+EXPORT int sigwaitinfo(const sigset_t* set, siginfo_t* info) {
+  if (!waits_for_ours(set)) return real::sigwaitinfo()(set, info);
+  return wait_info(set, info, nullptr);
+}
+
+EXPORT int sigtimedwait(const sigset_t* set, siginfo_t* info, const struct timespec* timeout) {
+  if (!waits_for_ours(set)) return real::sigtimedwait()(set, info, timeout);
+  return wait_info(set, info, timeout);
+}
+
+EXPORT int sigwait(const sigset_t* set, int* sig) {
+  if (!waits_for_ours(set)) return real::sigwait()(set, sig);
+  // As glibc's: waits again after EINTR; an error number, not -1.
+  for (;;) {
+    int r = wait_info(set, nullptr, nullptr);
+    if (r > 0) {
+      *sig = r;
+      return 0;
+    }
+    if (errno != EINTR) return errno;
+  }
+}

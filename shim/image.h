@@ -1,0 +1,36 @@
+// image: which process image this is, and so what its files are called.
+// The root process's final image writes NAME.*; every other image (a forked
+// child, a descendant however started, an image that exec'd into another
+// profiled one) writes NAME.PROG.PID[.GEN].*. Identity travels in the
+// environment as PROFSHIM_IMAGE=ROOTPID:PID:GEN:SESSION (docs/DESIGN.md,
+// "Fork and exec"). Not signal-safe; called at setup, fork and exec.
+#pragma once
+#include <sys/types.h>
+
+#include <string>
+
+#include "config.h"
+
+namespace image {
+
+// At setup: reads PROFSHIM_IMAGE (one of this session's, or not) and sets
+// this image's, for the program's children to inherit.
+void setup(const config::Config* cfg, pid_t pid);
+// In a fork child: a new image, not the root.
+void after_fork(pid_t pid);
+
+pid_t pid();
+bool root();
+// "<name>" for the root's final image, "<name>.<prog>.<pid>[.<gen>]" else.
+std::string stem(bool as_root);
+// The stem this image writes as now.
+std::string stem();
+
+// Whether an exec with this environment starts a profiled image.
+bool env_profiles(char* const envp[]);
+// The environment for an exec: a copy of envp (one malloc'd block, freed
+// with free()) whose PROFSHIM_IMAGE names the next generation of this pid,
+// or null if it could not be made.
+char** exec_env(char* const envp[]);
+
+}  // namespace image

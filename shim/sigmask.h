@@ -1,0 +1,76 @@
+// sigmask: the shim's signal is never blocked in the kernel, whatever masks
+// the program sets, inherits or waits with, and yet every mask query answers
+// as it would without the shim -- the way glibc keeps SIGCANCEL and SIGSETXID
+// its own. liblzma's workers, a "signal thread" program's threads, anything
+// created after pthread_sigmask(SIG_BLOCK, all) would otherwise never get a
+// CPU sample.
+//
+// Per thread, one bit remembers whether the program wants our signal
+// blocked (its view); the kernel's mask never has it. The wrappers of the
+// persistent mask calls (sigprocmask, pthread_sigmask, sighold, sigrelse,
+// sigset's SIG_HOLD) filter what they pass down and add the bit back to
+// what they report; each stays one system call. Masks that only last a call
+// (sigsuspend, pselect, ppoll, epoll_pwait, sigwait's set) pass unchanged:
+// a thread waiting there uses no CPU, so it loses no sample, and an external
+// sender's signal of that number meets the program's own mask.
+//
+// Signal-safe: a thread-local bit and the raw system call.
+#pragma once
+#include <signal.h>
+
+namespace sigmask {
+
+// Profiling is active and sig is the shim's: filter from now on. Reads the
+// calling (main) thread's kernel mask: a mask inherited across exec that
+// blocks our signal becomes that thread's view, and the kernel's is cleared.
+void setup(int sig);
+// 0 when inert.
+int ours();
+
+// The program's view for the calling thread.
+bool view();
+void set_view(bool blocked);
+
+// A persistent mask change: prepare() gives the set to hand the kernel (set
+// itself, or c->copy without our signal) and records the view the call
+// asks for; commit() puts the view back if the call failed (rc != 0), else
+// adds our signal to *old where the view had it.
+struct Change {
+  const sigset_t* set;
+  bool before, after;
+  sigset_t copy;
+};
+void prepare(int how, const sigset_t* set, Change* c);
+void commit(const Change& c, int rc, sigset_t* old);
+
+// In a thread's first instruction: the view its creator had, and our
+// signal unblocked if the kernel gave the thread a mask with it
+// (pthread_attr_setsigmask_np, a creator that blocked everything).
+void thread_begin(bool creator_view);
+
+// Around exec: the kernel mask the new image inherits is the program's
+// view (a program that blocks everything and execs passes that on); undone
+// if the exec fails.
+void before_exec();
+void after_failed_exec();
+
+// The shim's own code on this thread (its signal handlers, its threads):
+// mask calls made there -- libunwind's, libdw's -- pass straight through.
+struct Internal {
+  Internal();
+  ~Internal();
+};
+bool internal();
+// Back in the program's code for a while (a program's handler the shim
+// calls): its mask calls are filtered again.
+struct ProgramCode {
+  int saved;
+  ProgramCode();
+  ~ProgramCode();
+};
+
+// libc's pthread_sigmask, without our filtering (glibc still keeps its own
+// signals out): for the shim's own threads and a handler's emulation.
+int unfiltered(int how, const sigset_t* set, sigset_t* old);
+
+}  // namespace sigmask
