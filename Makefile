@@ -63,7 +63,7 @@ UNIT_SRCS := $(wildcard tests/unit/*_test.cc)
 UNIT_BINS := $(patsubst tests/unit/%.cc,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
 # Unit tests link the shim's objects directly (no preload), minus the
 # interposition layer and the allocator.
-CORE_OBJS := $(filter-out $(addprefix $(BUILD)/shim/,hooks.o allocator.o lifecycle.o heap.o finish.o signals.o sampler.o real.o),$(SHIM_OBJS))
+CORE_OBJS := $(filter-out $(addprefix $(BUILD)/shim/,hooks.o allocator.o malloc_api.o malloc_glibc.o lifecycle.o heap.o finish.o signals.o sampler.o real.o),$(SHIM_OBJS))
 
 $(BUILD)/tests/unit/%: tests/unit/%.cc $(CORE_OBJS) tests/unit/check.h $(wildcard tests/fixtures/*.h) | $(BUILD)/.deps-ok
 	@mkdir -p $(dir $@)

@@ -23,7 +23,8 @@ namespace {
 
 // Set once, before g_claimed, and only read after it.
 std::atomic<bool> g_claimed{false};
-size_t g_prof_mib = 0;               // "prof" at the top of the MIB tree
+// No MIB element is SIZE_MAX: one jemalloc could not look up stays unmatched.
+size_t g_prof_mib = ~size_t(0);      // "prof" at the top of the MIB tree
 size_t g_thread_prof_active_mib[3];  // "thread.prof.active"
 
 // prof.* holds every switch of the profile (active, reset and its rate,
