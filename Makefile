@@ -47,12 +47,16 @@ $(BUILD)/shim/%.o: shim/%.cc $(wildcard shim/*.h) | $(BUILD)/.deps-ok
 
 # Debian's archive with its code moved into one named section, so the shim
 # knows the allocator's address range exactly (__start_/__stop_profshim_alloc)
-# and cuts heap stacks at the allocation call (docs/DESIGN.md).
+# and cuts heap stacks at the allocation call (docs/DESIGN.md). Its mallctl
+# and mallctlbymib are renamed: the program's calls reach the shim's filter
+# (shim/malloc_api.cc), while the shim and jemalloc itself call the originals.
 # jemalloc's C++ operators are left out: the shim's own (recover.cc) never
 # throw, and a failed allocation in the stop ends the stop, not the process.
-$(BUILD)/jemalloc_pic.a: $(LIBDIR)/libjemalloc_pic.a | $(BUILD)/.deps-ok
+$(BUILD)/jemalloc_pic.a: $(LIBDIR)/libjemalloc_pic.a Makefile | $(BUILD)/.deps-ok
 	objcopy --rename-section .text=profshim_alloc --rename-section .text.unlikely=profshim_alloc \
-	        --rename-section .text.startup=profshim_alloc $< $@.tmp
+	        --rename-section .text.startup=profshim_alloc \
+	        --redefine-sym mallctl=profshim_je_mallctl \
+	        --redefine-sym mallctlbymib=profshim_je_mallctlbymib $< $@.tmp
 	ar d $@.tmp jemalloc_cpp.pic.o
 	mv -f $@.tmp $@
 
@@ -84,6 +88,12 @@ WORKLOAD_BINS := $(patsubst tests/workloads/%,$(BUILD)/workloads/%,$(basename $(
 $(BUILD)/workloads/%: tests/workloads/%.c | $(BUILD)/.deps-ok
 	@mkdir -p $(dir $@)
 	$(CC) -O1 -g -fno-omit-frame-pointer -fno-inline -pthread -o $@ $< -ldl
+
+# je_*: programs built for jemalloc, linked with Debian's libjemalloc.so.2
+# as such programs are (redis-server, bind9's libisc).
+$(BUILD)/workloads/je_%: tests/workloads/je_%.c | $(BUILD)/.deps-ok
+	@mkdir -p $(dir $@)
+	$(CC) -O1 -g -fno-omit-frame-pointer -fno-inline -pthread -o $@ $< -ljemalloc -ldl
 
 $(BUILD)/workloads/%: tests/workloads/%.cc | $(BUILD)/.deps-ok
 	@mkdir -p $(dir $@)

@@ -10,9 +10,16 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-extern "C" int mallctl(const char* name, void* oldp, size_t* oldlenp, void* newp, size_t newlen);
+#include "jemalloc_raw.h"
+#include "malloc_api.h"
 
 namespace heap {
+namespace {
+// The shim's own calls never pass the filter the program's go through.
+int mallctl(const char* name, void* oldp, size_t* oldlenp, void* newp, size_t newlen) {
+  return jemalloc_raw::ctl(name, oldp, oldlenp, newp, newlen);
+}
+}  // namespace
 
 bool available(std::string* err) {
   bool prof = false;
@@ -21,7 +28,7 @@ bool available(std::string* err) {
     *err = "jemalloc heap profiling is not available (opt.prof is false)";
     return false;
   }
-  return true;
+  return malloc_api::program_jemalloc_compatible(err);
 }
 
 namespace {
@@ -58,6 +65,8 @@ bool start(unsigned lg_sample, std::string* err) {
     redraw_countdown(cur);
   }
   set_active(true);
+  // From here on the profile's switches are the shim's alone.
+  malloc_api::claim_profiling();
   return true;
 }
 
@@ -111,13 +120,8 @@ bool dump(std::string* text, std::string* err) {
 }
 
 uint64_t allocated() {
-  uint64_t epoch = 1;
-  size_t sz = sizeof epoch;
-  mallctl("epoch", &epoch, &sz, &epoch, sz);
-  size_t bytes = 0;
-  sz = sizeof bytes;
-  if (mallctl("stats.allocated", &bytes, &sz, nullptr, 0) != 0) return 0;
-  return bytes;
+  jemalloc_raw::refresh();
+  return jemalloc_raw::stat("stats.allocated");
 }
 
 bool serves_malloc() {

@@ -8,11 +8,13 @@
 
 namespace heap {
 
-// True if jemalloc was built with profiling and it is enabled (opt.prof).
+// True if jemalloc was built with profiling and it is enabled (opt.prof),
+// and a libjemalloc the program loaded speaks the same API.
 bool available(std::string* err);
 // Starts sampling at a mean of 2^lg_sample bytes (prof.reset if it differs
 // from the rate jemalloc booted with). Allocations from before this call
-// stay in the profile when the rate is the default.
+// stay in the profile when the rate is the default. From then on the
+// program's mallctl cannot change the profiler (malloc_api.h).
 bool start(unsigned lg_sample, std::string* err);
 // prof.active: whether new allocations are sampled at all (process-wide).
 void set_active(bool on);
