@@ -1,6 +1,6 @@
-// symbolize_internal: what symbolize.cc and symbolize_dwarf.cc share — the
-// table of libdw functions resolved with dlsym (the shim never links -ldw),
-// and the per-module state a Session builds lazily.
+// symbolize_internal: what the symbolizer's files share — the table of libdw
+// functions resolved with dlsym (the shim never links -ldw), the per-module
+// state a Session builds lazily, and each file's entry points.
 #pragma once
 #include <dwarf.h>
 #include <elfutils/libdwelf.h>
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "pprof.h"
+#include "procmaps.h"
 
 namespace symbolize {
 namespace internal {
@@ -86,6 +87,24 @@ class Names {
  private:
   std::unordered_map<std::string, std::string> cache_;
 };
+
+// --- symbolize_image.cc: a loaded image, read from memory ---
+
+// Copies [addr, addr + n) of this process's memory into buf; false if the
+// range is not readable in lines or was unmapped since they were read.
+bool read_memory(const std::vector<procmaps::Line>& lines, uint64_t addr, void* buf, size_t n);
+// The NT_GNU_BUILD_ID of the ELF image whose file offset 0 is mapped at head
+// (raw bytes; empty if none).
+std::string build_id_from_memory(const std::vector<procmaps::Line>& lines, const procmaps::Line& head);
+std::string hex(const std::string& bytes);
+
+// --- symbolize_files.cc: the files behind modules ---
+
+// find_elf / find_debuginfo / debuginfo_path for dwfl_begin: a module's
+// userdata is its ModInfo.
+void fill_callbacks(Dwfl_Callbacks* cb);
+
+// --- symbolize_dwarf.cc ---
 
 // Appends pc's frames, innermost first: the function from the ELF symbol
 // covering pc, file / line / inlined calls from DWARF where the module has
