@@ -76,6 +76,11 @@ $(BUILD)/workloads/%: tests/workloads/%.cc | $(BUILD)/.deps-ok
 	@mkdir -p $(dir $@)
 	$(CXX) -O1 -g -fno-omit-frame-pointer -fno-inline -pthread -o $@ $< -ldl
 
+# Inlining is what sym_cxx_names is about: -O2, not the pattern's -fno-inline.
+$(BUILD)/workloads/sym_cxx_names: tests/workloads/sym_cxx_names.cc | $(BUILD)/.deps-ok
+	@mkdir -p $(dir $@)
+	$(CXX) -O2 -g -fno-omit-frame-pointer -pthread -o $@ $<
+
 test: $(LIB) $(UNIT_BINS) $(WORKLOAD_BINS)
 	@python3 tests/run.py --build $(BUILD)
 

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "pprof.h"
@@ -29,7 +31,8 @@ namespace internal {
   X(dwarf_attr) X(dwarf_attr_integrate) X(dwarf_formref_die) X(dwarf_diename) X(dwarf_formstring) X(dwarf_formudata)     \
   X(dwarf_decl_line) X(dwarf_dieoffset) X(dwarf_offdie) X(dwarf_nextcu)            \
   X(dwarf_getsrc_die) X(dwarf_lineno) X(dwarf_linesrc) X(dwarf_getsrcfiles)        \
-  X(dwarf_filesrc) X(dwelf_elf_gnu_build_id) X(elf_begin) X(elf_memory) X(elf_end)
+  X(dwarf_filesrc) X(dwarf_diecu) X(dwarf_srclang) X(dwarf_entrypc) X(dwarf_hasattr)  \
+  X(dwelf_elf_gnu_build_id) X(elf_begin) X(elf_memory) X(elf_end)
 
 struct Dw {
 #define PROFSHIM_DW_FIELD(f) decltype(&::f) f = nullptr;
@@ -46,7 +49,9 @@ struct PcRange {
   Dwarf_Die die;
 };
 
-// DWARF state of one module, filled on first use.
+// DWARF state of one module, filled on first use. DIEs are keyed by their
+// address in the section data (Dwarf_Die::addr), unique across the module's
+// debug file and its dwz alt file, where offsets are not.
 struct DwarfState {
   bool tried = false;
   Dwarf* dw = nullptr;
@@ -54,9 +59,19 @@ struct DwarfState {
   bool cus_indexed = false;
   std::vector<PcRange> cus;  // only when .debug_aranges did not answer
   std::unordered_map<Dwarf_Off, std::vector<PcRange>> funcs;  // per CU offset
-  // "ns::Class::" for subprogram DIEs inside namespaces / classes of the CUs
-  // walked so far, keyed by the DIE's address in the section data.
-  std::unordered_map<const void*, std::string> scope_of;
+  // For the units walked: the scope (unit, namespace, type or function) of
+  // each namespace, type and function DIE, lexical blocks skipped.
+  std::unordered_map<const void*, Dwarf_Die> scope_of;
+  // The units whose function bodies were walked too (for their local types).
+  std::unordered_set<const void*> bodies_walked;
+  // Unnamed types (lambda closures among them) of each scope, in DIE order:
+  // their number in that scope is part of their name.
+  std::unordered_map<const void*, std::vector<Dwarf_Die>> unnamed_in;
+  // An inlined function that also has an out-of-line copy: the abstract
+  // DIE -> the copy's entry (DWARF address), whose ELF symbol names it.
+  std::unordered_map<const void*, Dwarf_Addr> outline_entry;
+  // Name and system name of each function, keyed by its abstract DIE.
+  std::unordered_map<const void*, std::pair<std::string, std::string>> names;
 };
 
 // A sized function symbol [start, end) in run-time addresses.
@@ -82,7 +97,9 @@ struct ModInfo {
 // Demangles once per distinct symbol.
 class Names {
  public:
-  // Demangled C++ name, or the input itself when it is not a mangled name.
+  // The function's name from a symbol: demangled C++, and without the
+  // suffix of a compiler's clone (".constprop.0", " [clone .isra.0]"): a
+  // clone is the same source function, and so are its inlined calls.
   const std::string& demangle(const char* system_name);
  private:
   std::unordered_map<std::string, std::string> cache_;
@@ -104,7 +121,29 @@ std::string hex(const std::string& bytes);
 // userdata is its ModInfo.
 void fill_callbacks(Dwfl_Callbacks* cb);
 
+// --- symbolize_names.cc: the names of functions known from DWARF ---
+
+// The name of the function of a subprogram or inlined-call DIE, as the
+// symbol table names it (name: demangled; system_name: as in the table), so
+// that a function has one name whether inlined or not. mi's symbols must be
+// loaded.
+void name_from_die(Dwarf_Die* die, ModInfo* mi, Names* names, pprof::Frame* f);
+// The abstract DIE an inlined call or out-of-line copy was made from.
+Dwarf_Die root_origin(Dwarf_Die* die);
+bool is_type(int tag);  // class, struct, union, enum
+
 // --- symbolize_dwarf.cc ---
+
+// Walks the namespaces and types of a unit (and, with bodies, its functions'
+// bodies) recording scope_of, unnamed_in and outline_entry; out-of-line
+// functions' ranges go to *funcs when it is not null.
+void walk_unit(Dwarf_Die* cu, bool bodies, DwarfState* st, std::vector<PcRange>* funcs);
+// The symbol covering pc (run-time address), or null.
+const FuncSym* find_symbol(const std::vector<FuncSym>& syms, uint64_t pc);
+
+// The out-of-line functions of a unit, sorted; the unit is walked
+// (walk_unit, shallow) on first use.
+const std::vector<PcRange>& cu_functions(DwarfState* st, Dwarf_Die* cu);
 
 // Appends pc's frames, innermost first: the function from the ELF symbol
 // covering pc, file / line / inlined calls from DWARF where the module has

@@ -1,0 +1,102 @@
+"""What the profile calls things: one name per function whether it was
+inlined or not, distinct functions (lambdas) never sharing a name, and
+source files by absolute path. Every profile is read with go tool pprof from
+a copy in an empty directory with no binaries reachable (common.PprofReader).
+"""
+
+import os
+import re
+import shutil
+import subprocess
+
+from common import check, fail, indent
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKLOADS = os.path.join(os.path.dirname(HERE), "workloads")
+
+
+def _sh(argv, what, cwd=None):
+    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd)
+    if p.returncode != 0:
+        fail("%s failed (status %d): %s\n%s" % (what, p.returncode, " ".join(argv),
+                                                indent(p.stderr.decode("utf-8", "replace"))))
+    return p.stdout.decode("utf-8", "replace")
+
+
+def _markers(source, prefix):
+    """{marker: line} for every line of code ending in a // PREFIX* comment."""
+    out = {}
+    for i, l in enumerate(open(source).read().split("\n"), 1):
+        m = re.search(r"\S.*//\s*(%s\w*)\s*$" % re.escape(prefix), l)
+        if m and not l.lstrip().startswith("//"):
+            check(m.group(1) not in out, "marker %s twice in %s" % (m.group(1), source))
+            out[m.group(1)] = i
+    check(out, "no %s markers in %s" % (prefix, source))
+    return out
+
+
+def _symbol_names_by_line(exe, source):
+    """[(line, demangled name)] of the functions `nm -C -l` places in source:
+    the symbol table's names, with the line each function starts at."""
+    out = []
+    for l in _sh(["nm", "-C", "-l", "--defined-only", exe], "nm -C -l").split("\n"):
+        m = re.match(r"^[0-9a-f]+ [tTwW] (.*)\t(.*):(\d+)$", l)
+        if m and os.path.basename(m.group(2)) == os.path.basename(source):
+            out.append((int(m.group(3)), m.group(1)))
+    check(out, "nm -C -l finds no function of %s in %s" % (os.path.basename(source), exe))
+    return sorted(out)
+
+
+def _truth_for(line, symbols):
+    """The symbol of the function whose definition starts last at or before line."""
+    best = [name for start, name in symbols if start <= line]
+    return best[-1] if best else None
+
+
+def test_cxx_statics_and_lambdas_have_one_name_each(ctx):
+    """sym_cxx_names (-O2): a static function inlined at one call and out of
+    line at another, a static only ever inlined, a method of a class in an
+    anonymous namespace, and three lambdas (two of one signature), all
+    without a DWARF linkage name. Every frame at a function's body line
+    must carry exactly the name the symbol table of the same source built
+    -O0 (nothing inlined, every function a symbol) gives it: so one name
+    whether inlined or not, and the lambdas distinct."""
+    src = os.path.join(WORKLOADS, "sym_cxx_names.cc")
+    markers = _markers(src, "SYM_CXX_")
+    cxx = shutil.which("g++") or shutil.which("c++")
+    check(cxx, "no C++ compiler (g++) to build the -O0 twin of %s" % src)
+    o0 = os.path.join(ctx.tmp, "sym_cxx_names_O0")
+    _sh([cxx, "-O0", "-g", "-o", o0, src], "compiling sym_cxx_names.cc -O0")
+    symbols = _symbol_names_by_line(o0, src)
+
+    r, d = ctx.profile(["sym_cxx_names", "1.0"])
+    prof = ctx.read(os.path.join(d, "run.cpu.pprof"), r)
+    seen = {}  # marker -> (truth, names, inlined, out-of-line)
+    for marker, line in sorted(markers.items()):
+        truth = _truth_for(line, symbols)
+        check(truth, "no function of the -O0 build starts before %s (line %d)" % (marker, line))
+        names, inlined, outline = set(), 0, 0
+        for loc in prof.locations.values():
+            for i, f in enumerate(loc.frames):
+                if os.path.basename(f.file) == "sym_cxx_names.cc" and f.line == line:
+                    names.add(f.name)
+                    if i + 1 < len(loc.frames):
+                        inlined += 1
+                    else:
+                        outline += 1
+        seen[marker] = (truth, names, inlined, outline)
+    text = "\n".join("%-16s line %3d: want %r\n%22s got %s (%d inlined, %d out-of-line locations)" % (
+        m, markers[m], t, "", sorted(n), i, o) for m, (t, n, i, o) in sorted(seen.items()))
+    for marker, (truth, names, inlined, outline) in sorted(seen.items()):
+        check(names, "no frame at %s (line %d): the workload did not run there?\n%s" % (
+            marker, markers[marker], indent(text)))
+        check(names == {truth}, "the frames at %s do not all carry the symbol table's name:\n%s" % (
+            marker, indent(text)))
+        if marker == "SYM_CXX_PARTLY":
+            check(inlined and outline, "wl::partly should be sampled both inlined and out of line:\n%s"
+                  % indent(text))
+        else:
+            check(inlined, "%s was not inlined in the -O2 build (the test needs it inlined):\n%s" % (
+                marker, indent(text)))
+    lambdas = set(seen[m][0] for m in seen if m.startswith("SYM_CXX_LAMBDA"))
+    check(len(lambdas) == 3, "the -O0 build should name the three lambdas apart: %s" % sorted(lambdas))
