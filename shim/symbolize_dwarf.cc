@@ -226,22 +226,32 @@ void inline_chain(const Dwarf_Die& fn, Dwarf_Addr pc, std::vector<Dwarf_Die>* ch
 
 // --- frames -----------------------------------------------------------------------
 
+// The line table's names are relative to the unit's compilation directory
+// when the compiler was given a relative path ("./ha.h", "src/x.c"): made
+// absolute here, or `pprof -list` looks for them in its own directory.
+std::string source_file(const char* s, Dwarf_Die* cu) {
+  Dwarf_Attribute a;
+  const char* dir = s[0] == '/' ? nullptr : dw().dwarf_formstring(dw().dwarf_attr(cu, DW_AT_comp_dir, &a));
+  return join_path(dir ? dir : "", s);
+}
+
 void line_from_table(Dwarf_Die* cu, Dwarf_Addr pc, pprof::Frame* f) {
   Dwarf_Line* l = dw().dwarf_getsrc_die(cu, pc);
   if (!l) return;
   int line = 0;
   if (dw().dwarf_lineno(l, &line) == 0 && line > 0) f->line = line;
-  if (const char* s = dw().dwarf_linesrc(l, nullptr, nullptr)) f->file = s;
+  if (const char* s = dw().dwarf_linesrc(l, nullptr, nullptr)) f->file = source_file(s, cu);
 }
 
 // Where the inlined call `inlined` was made, in the function that holds it.
-void line_from_call_site(Dwarf_Die* inlined, Dwarf_Files* files, size_t nfiles, pprof::Frame* f) {
+void line_from_call_site(Dwarf_Die* inlined, Dwarf_Die* cu, Dwarf_Files* files, size_t nfiles,
+                         pprof::Frame* f) {
   Dwarf_Attribute a;
   Dwarf_Word v;
   if (dw().dwarf_formudata(dw().dwarf_attr(inlined, DW_AT_call_line, &a), &v) == 0) f->line = v;
   if (files && dw().dwarf_formudata(dw().dwarf_attr(inlined, DW_AT_call_file, &a), &v) == 0 &&
       v < nfiles)
-    if (const char* s = dw().dwarf_filesrc(files, v, nullptr, nullptr)) f->file = s;
+    if (const char* s = dw().dwarf_filesrc(files, v, nullptr, nullptr)) f->file = source_file(s, cu);
 }
 
 // Frames innermost first: the innermost gets the line table's line, each
@@ -265,12 +275,26 @@ void frames_from_chain(std::vector<Dwarf_Die>* chain, Dwarf_Die* cu, Dwarf_Addr 
     if (i + 1 == chain->size())
       line_from_table(cu, pc, &f);
     else
-      line_from_call_site(&(*chain)[i + 1], files, nfiles, &f);
+      line_from_call_site(&(*chain)[i + 1], cu, files, nfiles, &f);
     out->push_back(std::move(f));
   }
 }
 
 }  // namespace
+
+std::string join_path(const std::string& dir, const std::string& file) {
+  const std::string whole = file.empty() || file[0] == '/' || dir.empty() ? file : dir + "/" + file;
+  std::string out;
+  size_t i = 0;
+  while (i < whole.size()) {
+    size_t j = whole.find('/', i);
+    if (j == std::string::npos) j = whole.size();
+    const std::string part = whole.substr(i, j - i);
+    if (!part.empty() && part != ".") out += (out.empty() && whole[0] != '/' ? "" : "/") + part;
+    i = j + 1;
+  }
+  return out.empty() && !whole.empty() && whole[0] == '/' ? "/" : out;
+}
 
 void module_frames(Dwfl_Module* mod, ModInfo* mi, uint64_t pc, Names* names,
                    std::vector<pprof::Frame>* out) {

@@ -145,6 +145,10 @@ const FuncSym* find_symbol(const std::vector<FuncSym>& syms, uint64_t pc);
 // (walk_unit, shallow) on first use.
 const std::vector<PcRange>& cu_functions(DwarfState* st, Dwarf_Die* cu);
 
+// dir/file with "." components and repeated slashes gone; file alone if it
+// is absolute or dir is empty. ".." stays: a symlink may stand before it.
+std::string join_path(const std::string& dir, const std::string& file);
+
 // Appends pc's frames, innermost first: the function from the ELF symbol
 // covering pc, file / line / inlined calls from DWARF where the module has
 // them. Appends nothing when no name for pc's function is known: a frame

@@ -100,3 +100,35 @@ def test_cxx_statics_and_lambdas_have_one_name_each(ctx):
                 marker, indent(text)))
     lambdas = set(seen[m][0] for m in seen if m.startswith("SYM_CXX_LAMBDA"))
     check(len(lambdas) == 3, "the -O0 build should name the three lambdas apart: %s" % sorted(lambdas))
+
+
+def test_relative_source_names_are_made_absolute(ctx):
+    """sym_header.c compiled from its own directory as ./sym_header.c: DWARF
+    names the header ./sym_header.h, relative to the compilation directory.
+    The profile must name it by its absolute path (comp_dir joined, "./"
+    gone), and `go tool pprof -list` run elsewhere must find and show it."""
+    src = ctx.mkdtemp("src")
+    for name in ("sym_header.c", "sym_header.h"):
+        shutil.copyfile(os.path.join(WORKLOADS, name), os.path.join(src, name))
+    cc = shutil.which("gcc") or shutil.which("cc")
+    check(cc, "no C compiler (gcc) to build sym_header.c")
+    _sh([cc, "-O1", "-g", "-fno-inline", "-fno-omit-frame-pointer", "-o", "sym_header", "./sym_header.c"],
+        "compiling ./sym_header.c", cwd=src)
+    line = _markers(os.path.join(src, "sym_header.h"), "SYM_HEADER_")["SYM_HEADER_LOOP"]
+    header = os.path.join(os.path.realpath(src), "sym_header.h")
+
+    r, d = ctx.profile([os.path.join(src, "sym_header"), "0.5"])
+    path = os.path.join(d, "run.cpu.pprof")
+    prof = ctx.read(path, r)
+    frames = prof.frames_of("header_spin")
+    check(frames, "no header_spin frame in the profile:\n%s" % prof.cum_table("samples"))
+    files = sorted(set(f.file for f in frames))
+    check(files == [header], "header_spin's file should be %s (the compilation directory joined with "
+          "./sym_header.h); the profile says %s" % (header, files))
+    main_files = sorted(set(f.file for f in prof.frames_of("main")))
+    check(main_files == [os.path.join(os.path.realpath(src), "sym_header.c")],
+          "main's file should be absolute too; the profile says %s" % main_files)
+    listing = ctx.pprof.run(path, ["-list", "header_spin"])
+    check("SYM_HEADER_LOOP" in listing and re.search(r"^\s*\S+\s+\S+\s+%d:" % line, listing, re.M),
+          "go tool pprof -list header_spin, run in an empty directory, does not show the source of "
+          "%s:%d:\n%s" % (header, line, indent(listing)))

@@ -1,6 +1,6 @@
 // symbolize_names_test: a function has one name whether it was inlined or
-// not, two lambdas never share one, and a compiler's clone is named as the
-// function it was cloned from. The functions probed are in this binary
+// not, two lambdas never share one, a compiler's clone is named as the
+// function it was cloned from, and source files are named absolutely. The functions probed are in this binary
 // (built -O2 -g): static, in an anonymous namespace, lambdas — none of which
 // GCC gives a DWARF linkage name.
 #include <cstdint>
@@ -115,4 +115,16 @@ TEST(two_inlined_lambdas_have_two_names) {
   CHECK_EQ(r[1].frames[0].name, scope + "{lambda(unsigned long*)#2}::operator()(unsigned long*) const");
   CHECK_EQ(r[0].frames[1].name, std::string("(anonymous namespace)::two_lambdas(unsigned long*, unsigned long*)"));
   if (check::failures()) print("first", r[0]), print("second", r[1]);
+}
+
+TEST(relative_source_names_join_the_compilation_directory) {
+  using symbolize::internal::join_path;
+  CHECK_EQ(join_path("/src/proj", "./ha.h"), std::string("/src/proj/ha.h"));
+  CHECK_EQ(join_path("/src/proj", "lib/./x.c"), std::string("/src/proj/lib/x.c"));
+  CHECK_EQ(join_path("/src/proj/", "x.c"), std::string("/src/proj/x.c"));
+  CHECK_EQ(join_path("/src/proj", "/usr/include/stdio.h"), std::string("/usr/include/stdio.h"));
+  CHECK_EQ(join_path("/src/proj", "../common/y.h"), std::string("/src/proj/../common/y.h"));
+  CHECK_EQ(join_path("/src//proj", ".//a.c"), std::string("/src/proj/a.c"));
+  CHECK_EQ(join_path("", "./a.c"), std::string("a.c"));
+  CHECK_EQ(join_path("/", "a.c"), std::string("/a.c"));
 }
