@@ -81,6 +81,10 @@ $(BUILD)/workloads/sym_cxx_names: tests/workloads/sym_cxx_names.cc | $(BUILD)/.d
 	@mkdir -p $(dir $@)
 	$(CXX) -O2 -g -fno-omit-frame-pointer -pthread -o $@ $<
 
+$(BUILD)/workloads/uses_zlib: tests/workloads/uses_zlib.c | $(BUILD)/.deps-ok
+	@mkdir -p $(dir $@)
+	$(CC) -O1 -g -fno-omit-frame-pointer -fno-inline -o $@ $< -lz
+
 test: $(LIB) $(UNIT_BINS) $(WORKLOAD_BINS)
 	@python3 tests/run.py --build $(BUILD)
 

@@ -79,7 +79,11 @@ struct Session::Impl {
   std::vector<procmaps::Line> lines;
   std::vector<int> module_of_line;  // index into mods, or -1
   std::vector<std::unique_ptr<ModInfo>> mods;
+  std::vector<const procmaps::Line*> heads;  // per module, its line at file offset 0 (or null)
+  std::string exe_path;
   std::vector<pprof::Mapping> mappings;
+  std::vector<int> module_of_mapping;  // index into mods, or -1
+  std::vector<Coverage> coverage;      // per mapping, of the addresses looked up
   std::vector<ExecRange> exec;  // sorted by start
   Dwfl_Callbacks callbacks{};
   Dwfl* dwfl = nullptr;
@@ -105,7 +109,6 @@ struct Session::Impl {
   int mapping_of(uint64_t pc) const;
   bool mapped_by_same_file(int live, const pprof::Mapping& was) const;
   Result resolve(uint64_t pc);
-  void note_found(const Result& r);
 };
 
 // Consecutive lines of one file (same device, inode and path) form one module,
@@ -139,6 +142,7 @@ void Session::Impl::find_modules() {
     if (!has_exec[m]) continue;
     if (head[m]) mods[m]->build_id = build_id_from_memory(lines, *head[m]);
     renumber[m] = static_cast<int>(kept);
+    heads.push_back(head[m]);
     mods[kept++] = std::move(mods[m]);
   }
   mods.resize(kept);
@@ -150,7 +154,7 @@ void Session::Impl::find_modules() {
 void Session::Impl::build_mappings() {
   char exe[PATH_MAX];
   ssize_t n = readlink("/proc/thread-self/exe", exe, sizeof exe - 1);
-  const std::string exe_path = n > 0 ? std::string(exe, n) : std::string();
+  exe_path = n > 0 ? std::string(exe, n) : std::string();
   std::vector<size_t> order;
   for (size_t i = 0; i < lines.size(); ++i)
     if (lines[i].executable()) order.push_back(i);
@@ -166,7 +170,9 @@ void Session::Impl::build_mappings() {
     if (module_of_line[i] >= 0) m.build_id = hex(mods[module_of_line[i]]->build_id);
     exec.push_back({l.start, l.end, static_cast<int>(mappings.size())});
     mappings.push_back(std::move(m));
+    module_of_mapping.push_back(module_of_line[i]);
   }
+  coverage.resize(mappings.size());
   std::sort(exec.begin(), exec.end(), [](const ExecRange& a, const ExecRange& b) { return a.start < b.start; });
 }
 
@@ -186,6 +192,8 @@ int Session::Impl::place(const pprof::Mapping& m) {
   pprof::Mapping copy = m;
   copy.has_functions = copy.has_filenames = copy.has_line_numbers = copy.has_inline_frames = false;
   mappings.push_back(std::move(copy));
+  module_of_mapping.push_back(-1);
+  coverage.emplace_back();
   const int id = static_cast<int>(mappings.size()) - 1;
   gone_exec.push_back({m.start, m.limit, id});
   return id;
@@ -253,7 +261,6 @@ Result Session::Impl::resolve(uint64_t pc) {
       r.mapping = then.mapping >= 0 && static_cast<size_t>(then.mapping) < remap[g->second.rec].size()
                       ? remap[g->second.rec][then.mapping]
                       : -1;
-      if (r.mapping >= 0) note_found(r);
       return r;
     }
   }
@@ -268,21 +275,29 @@ Result Session::Impl::resolve(uint64_t pc) {
   void** userdata = nullptr;
   if (mod) dw().dwfl_module_info(mod, &userdata, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
   ModInfo* mi = userdata ? static_cast<ModInfo*>(*userdata) : nullptr;
-  if (!mi) return r;
-  internal::module_frames(mod, mi, pc, &names, &r.frames);
-  note_found(r);
+  if (mi) r.inlines_known = internal::module_frames(mod, mi, pc, &names, &r.frames);
   return r;
 }
 
-// has_* stay false unless some lookup really found that kind of information.
-void Session::Impl::note_found(const Result& r) {
-  pprof::Mapping& m = mappings[r.mapping];
-  if (!r.frames.empty()) m.has_functions = true;
-  if (r.frames.size() > 1) m.has_inline_frames = true;
+void Coverage::add(const Result& r) {
+  ++locations;
+  if (r.frames.empty()) return;
+  ++functions;
+  bool files = true, lines = true;
   for (const auto& f : r.frames) {
-    if (!f.file.empty()) m.has_filenames = true;
-    if (f.line > 0) m.has_line_numbers = true;
+    files = files && !f.file.empty();
+    lines = lines && f.line > 0;
   }
+  filenames += files;
+  line_numbers += lines;
+  inline_frames += r.inlines_known;
+}
+
+void Coverage::apply(pprof::Mapping* m) const {
+  m->has_functions = locations && functions == locations;
+  m->has_filenames = locations && filenames == locations;
+  m->has_line_numbers = locations && line_numbers == locations;
+  m->has_inline_frames = locations && inline_frames == locations;
 }
 
 Session::Session(const std::string& maps_text, bool with_unloaded) : impl_(new Impl) {
@@ -303,11 +318,26 @@ void Session::lookup(const std::vector<uint64_t>& addrs, std::vector<Result>* ou
   out->reserve(addrs.size());
   for (uint64_t a : addrs) {
     auto it = impl_->cache.find(a);
-    if (it == impl_->cache.end()) it = impl_->cache.emplace(a, impl_->resolve(a)).first;
+    if (it == impl_->cache.end()) {
+      it = impl_->cache.emplace(a, impl_->resolve(a)).first;
+      if (it->second.mapping >= 0) {
+        impl_->coverage[it->second.mapping].add(it->second);
+        impl_->coverage[it->second.mapping].apply(&impl_->mappings[it->second.mapping]);
+      }
+    }
     out->push_back(it->second);
   }
 }
 
 const std::vector<pprof::Mapping>& Session::mappings() const { return impl_->mappings; }
+
+std::vector<bool> Session::loaded_for_shim() const {
+  const std::vector<bool> own = internal::loaded_for_shim(
+      impl_->lines, impl_->heads, impl_->mods, reinterpret_cast<uint64_t>(&load_libdw), impl_->exe_path);
+  std::vector<bool> out(impl_->mappings.size(), false);
+  for (size_t i = 0; i < out.size(); ++i)
+    if (impl_->module_of_mapping[i] >= 0) out[i] = own[impl_->module_of_mapping[i]];
+  return out;
+}
 
 }  // namespace symbolize

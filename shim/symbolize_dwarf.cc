@@ -296,7 +296,7 @@ std::string join_path(const std::string& dir, const std::string& file) {
   return out.empty() && !whole.empty() && whole[0] == '/' ? "/" : out;
 }
 
-void module_frames(Dwfl_Module* mod, ModInfo* mi, uint64_t pc, Names* names,
+bool module_frames(Dwfl_Module* mod, ModInfo* mi, uint64_t pc, Names* names,
                    std::vector<pprof::Frame>* out) {
   if (!mi->syms_loaded) load_symbols(mod, mi);
   const FuncSym* sym = find_symbol(mi->syms, pc);
@@ -306,11 +306,15 @@ void module_frames(Dwfl_Module* mod, ModInfo* mi, uint64_t pc, Names* names,
   const Dwarf_Addr dpc = pc - mi->dwarf.bias;
   if (have_cu)
     if (const PcRange* fn = find_range(cu_functions(&mi->dwarf, &cu), dpc)) inline_chain(fn->die, dpc, &chain);
-  if (!chain.empty()) return frames_from_chain(&chain, &cu, dpc, sym, mi, names, out);
-  if (!sym) return;  // a line without a function name is not worth a frame
+  if (!chain.empty()) {
+    frames_from_chain(&chain, &cu, dpc, sym, mi, names, out);
+    return true;
+  }
+  if (!sym) return false;  // a line without a function name is not worth a frame
   out->emplace_back();
   name_from_symbol(*sym, names, &out->back());
   if (have_cu) line_from_table(&cu, dpc, &out->back());  // e.g. assembly: lines, no DIEs
+  return false;
 }
 
 }  // namespace internal

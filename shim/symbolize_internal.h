@@ -7,6 +7,7 @@
 #include <elfutils/libdwfl.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -114,6 +115,23 @@ bool read_memory(const std::vector<procmaps::Line>& lines, uint64_t addr, void* 
 // (raw bytes; empty if none).
 std::string build_id_from_memory(const std::vector<procmaps::Line>& lines, const procmaps::Line& head);
 std::string hex(const std::string& bytes);
+struct Dynamic {
+  std::string soname;                // DT_SONAME, empty if none
+  std::vector<std::string> needed;   // DT_NEEDED, in order
+};
+// The dynamic section of that image; false if it has none readable.
+bool dynamic_from_memory(const std::vector<procmaps::Line>& lines, const procmaps::Line& head,
+                         Dynamic* out);
+
+// --- symbolize_own.cc ---
+
+// Per module (heads: each one's line at file offset 0, or null): whether it
+// is there only for the shim (Session::loaded_for_shim). self: an address in
+// the shim's code; exe_path: the executable's path as in maps.
+std::vector<bool> loaded_for_shim(const std::vector<procmaps::Line>& lines,
+                                  const std::vector<const procmaps::Line*>& heads,
+                                  const std::vector<std::unique_ptr<ModInfo>>& mods, uint64_t self,
+                                  const std::string& exe_path);
 
 // --- symbolize_files.cc: the files behind modules ---
 
@@ -152,8 +170,9 @@ std::string join_path(const std::string& dir, const std::string& file);
 // Appends pc's frames, innermost first: the function from the ELF symbol
 // covering pc, file / line / inlined calls from DWARF where the module has
 // them. Appends nothing when no name for pc's function is known: a frame
-// with a wrong name is worse than none.
-void module_frames(Dwfl_Module* mod, ModInfo* mi, uint64_t pc, Names* names,
+// with a wrong name is worse than none. True when a DWARF function held pc,
+// so that its inlined calls, if any, are among the frames.
+bool module_frames(Dwfl_Module* mod, ModInfo* mi, uint64_t pc, Names* names,
                    std::vector<pprof::Frame>* out);
 
 }  // namespace internal
