@@ -112,7 +112,8 @@ void gather(const std::vector<RawSample>& samples, Symbols* sym) {
 // left out unless one of this profile's locations lies in it, and the has_*
 // flags say what every location of this profile in the mapping has. Returns
 // each mapping's id (0: left out).
-std::vector<uint64_t> add_mappings(pprof::Builder& b, const std::vector<RawSample>& samples, const Symbols& sym) {
+std::vector<uint64_t> add_mappings(pprof::Builder& b, const std::vector<RawSample>& samples,
+                                   const Symbols& sym) {
   std::vector<symbolize::Coverage> cov(sym.mappings.size());
   std::vector<bool> seen(sym.addrs.size(), false);
   for (const auto& s : samples)
@@ -199,13 +200,17 @@ void cpu_profile(const Context& ctx, const std::vector<RawSample>& s, const Symb
   emit(b, ctx, "cpu", f, errors);
 }
 
+// A heap profile is a picture of one moment, the dump: its time is when the
+// dump was taken and it has no duration, as Go's heap profiles (runtime/pprof
+// sets time_nanos when it writes one, and duration_nanos only for CPU).
 void heap_profile(const Context& ctx, const std::vector<RawSample>& s, const Symbols& sym,
-                  uint64_t period, summary::Figures* f, std::vector<std::string>* errors) {
+                  uint64_t period, uint64_t dump_real_ns, summary::Figures* f,
+                  std::vector<std::string>* errors) {
   pprof::Builder b({{"alloc_objects", "count"}, {"alloc_space", "bytes"}, {"inuse_objects", "count"},
                     {"inuse_space", "bytes"}},
                    {"space", "bytes"}, int64_t(period));
   b.set_default_sample_type("inuse_space");
-  b.set_time(int64_t(ctx.start_real_ns), int64_t(ctx.stop_mono_ns - ctx.start_mono_ns));
+  b.set_time(int64_t(dump_real_ns), 0);
   b.add_comment(std::string("profshim: stopped by ") + ctx.how);
   fill(b, s, sym, false);
   emit(b, ctx, "heap", f, errors);
@@ -223,6 +228,7 @@ void run(const Context& ctx) {
   heap::set_active(false);
   std::vector<std::string> errors;
   std::string heap_text, err;
+  const uint64_t dump_real_ns = sys::now_ns(CLOCK_REALTIME);
   bool have_heap = cfg.heap_sample && heap::dump(&heap_text, &err);
   if (cfg.heap_sample && !have_heap) errors.push_back("heap profile not taken: " + err);
   f.heap_inuse_bytes = heap::allocated();
@@ -255,7 +261,7 @@ void run(const Context& ctx) {
   f.symbolize_ms = double(sys::now_ns(CLOCK_MONOTONIC) - t_sym) / 1e6;
 
   if (cfg.cpu_hz) cpu_profile(ctx, cpu, sym, &f, &errors);
-  if (have_heap) heap_profile(ctx, mem, sym, dump.period, &f, &errors);
+  if (have_heap) heap_profile(ctx, mem, sym, dump.period, dump_real_ns, &f, &errors);
 
   sampler::Stats st = sampler::stats();
   f.samples = st.samples;
