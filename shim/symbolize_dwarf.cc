@@ -170,6 +170,13 @@ void walk(Dwarf_Die* parent, const Dwarf_Die& scope, bool in_fn, bool bodies, Dw
       if (tag != DW_TAG_enumeration_type) walk(&c, c, in_fn, bodies, st, funcs, depth + 1);
     } else if (tag == DW_TAG_lexical_block && in_fn) {
       walk(&c, scope, true, bodies, st, funcs, depth + 1);
+    } else if (tag == DW_TAG_typedef && record) {
+      // typedef struct {...} T: T is the type's name in C++ signatures.
+      Dwarf_Attribute a;
+      Dwarf_Die target;
+      if (dw().dwarf_formref_die(dw().dwarf_attr(&c, DW_AT_type, &a), &target) &&
+          is_type(dw().dwarf_tag(&target)) && !dw().dwarf_hasattr(&target, DW_AT_name))
+        st->scope_of.emplace(c.addr, scope);
     }
   } while (dw().dwarf_siblingof(&c, &c) == 0);
 }
@@ -181,7 +188,7 @@ void walk_unit(Dwarf_Die* cu, bool bodies, DwarfState* st, std::vector<PcRange>*
 }
 
 const std::vector<PcRange>& cu_functions(DwarfState* st, Dwarf_Die* cu) {
-  Dwarf_Off key = dw().dwarf_dieoffset(cu);
+  const void* key = cu->addr;
   auto it = st->funcs.find(key);
   if (it != st->funcs.end()) return it->second;
   std::vector<PcRange> v;

@@ -30,7 +30,7 @@ namespace internal {
   X(dwfl_build_id_find_debuginfo) X(dwfl_offline_section_address)                  \
   X(dwarf_tag) X(dwarf_child) X(dwarf_siblingof) X(dwarf_haspc) X(dwarf_ranges)    \
   X(dwarf_attr) X(dwarf_attr_integrate) X(dwarf_formref_die) X(dwarf_diename) X(dwarf_formstring) X(dwarf_formudata)     \
-  X(dwarf_decl_line) X(dwarf_dieoffset) X(dwarf_offdie) X(dwarf_nextcu)            \
+  X(dwarf_decl_line) X(dwarf_offdie) X(dwarf_nextcu)            \
   X(dwarf_getsrc_die) X(dwarf_lineno) X(dwarf_linesrc) X(dwarf_getsrcfiles)        \
   X(dwarf_filesrc) X(dwarf_diecu) X(dwarf_srclang) X(dwarf_entrypc) X(dwarf_hasattr)  \
   X(dwelf_elf_gnu_build_id) X(elf_begin) X(elf_memory) X(elf_end)
@@ -59,7 +59,7 @@ struct DwarfState {
   Dwarf_Addr bias = 0;
   bool cus_indexed = false;
   std::vector<PcRange> cus;  // only when .debug_aranges did not answer
-  std::unordered_map<Dwarf_Off, std::vector<PcRange>> funcs;  // per CU offset
+  std::unordered_map<const void*, std::vector<PcRange>> funcs;  // per unit
   // For the units walked: the scope (unit, namespace, type or function) of
   // each namespace, type and function DIE, lexical blocks skipped.
   std::unordered_map<const void*, Dwarf_Die> scope_of;
@@ -73,6 +73,8 @@ struct DwarfState {
   std::unordered_map<const void*, Dwarf_Addr> outline_entry;
   // Name and system name of each function, keyed by its abstract DIE.
   std::unordered_map<const void*, std::pair<std::string, std::string>> names;
+  // Each type spelled so far, as the demangler spells it.
+  std::unordered_map<const void*, std::string> type_names;
 };
 
 // A sized function symbol [start, end) in run-time addresses.

@@ -8,16 +8,18 @@
 //   3. the ELF symbol of the function's out-of-line copy, if the compiler
 //      made one (GCC gives C++ functions of internal linkage — statics,
 //      lambdas, anonymous namespaces — no linkage name);
-//   4. the demangler's spelling rebuilt from DWARF: scopes, lambda closure
-//      numbers, parameter types, const; without the parameters if a type
-//      cannot be spelled.
+//   4. for an external function still without one, extern "C" or main: its
+//      DW_AT_name, which is its symbol;
+//   5. the demangler's spelling rebuilt from DWARF: scopes, lambda closure
+//      numbers, parameter types (symbolize_types.cc), const; without the
+//      parameters if a type cannot be spelled.
 #include <cxxabi.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
-#include "symbolize_internal.h"
+#include "symbolize_namer.h"
 
 namespace symbolize {
 namespace internal {
@@ -62,36 +64,20 @@ bool is_type(int tag) {
          tag == DW_TAG_enumeration_type;
 }
 
-static bool ref(Dwarf_Die* die, int attr, Dwarf_Die* out) {
-  Dwarf_Attribute a;
-  return dw().dwarf_attr(die, attr, &a) && dw().dwarf_formref_die(&a, out);
-}
-
 Dwarf_Die root_origin(Dwarf_Die* die) {
   Dwarf_Die cur = *die, next;
   for (int hops = 0; hops < 8 && ref(&cur, DW_AT_abstract_origin, &next); ++hops) cur = next;
   return cur;
 }
 
-
-
-// --- spelling names as the demangler does --------------------------------------------
-
 namespace {
 
-// GCC's names of base types, in the demangler's spelling.
-const char* const kBaseTypes[][2] = {
-    {"long unsigned int", "unsigned long"}, {"long int", "long"},
-    {"short int", "short"}, {"short unsigned int", "unsigned short"},
-    {"long long int", "long long"}, {"long long unsigned int", "unsigned long long"},
-    {"__int128 unsigned", "unsigned __int128"}, {"_Bool", "bool"}};
-
+// DW_LANG_C_plus_plus_17 and _20 (0x2a, 0x2b) are newer than elfutils 0.188's dwarf.h.
 bool is_cxx(int lang) {
   return lang == DW_LANG_C_plus_plus || lang == DW_LANG_C_plus_plus_03 ||
-         lang == DW_LANG_C_plus_plus_11 || lang == DW_LANG_C_plus_plus_14;
+         lang == DW_LANG_C_plus_plus_11 || lang == DW_LANG_C_plus_plus_14 || lang == 0x2a ||
+         lang == 0x2b;
 }
-
-const char* name_of(Dwarf_Die* die) { return dw().dwarf_diename(die); }
 
 // The DIE that carries die's DW_AT_name, through DW_AT_abstract_origin and
 // DW_AT_specification: its scope is what qualifies the name.
@@ -104,253 +90,204 @@ bool named_die(Dwarf_Die* die, Dwarf_Die* out) {
   return false;
 }
 
-struct Namer {
-  ModInfo* mi;
-  Names* names;
-  int depth = 0;
-
-  DwarfState& st() { return mi->dwarf; }
-
-  // The scope recorded for die, walking its unit (then its unit's bodies)
-  // the first time it is asked for.
-  bool scope(Dwarf_Die* die, Dwarf_Die* out) {
-    for (int pass = 0; pass < 3; ++pass) {
-      auto it = st().scope_of.find(die->addr);
-      if (it != st().scope_of.end()) return *out = it->second, true;
-      Dwarf_Die cu;
-      if (!dw().dwarf_diecu(die, &cu, nullptr, nullptr)) return false;
-      if (pass == 0) cu_functions(&st(), &cu);
-      if (pass == 1 && st().bodies_walked.insert(cu.addr).second) walk_unit(&cu, true, &st(), nullptr);
-    }
-    return false;
-  }
-
-  // "ns::Class::", "f(int)::{lambda(int)#1}::", or "" at unit level.
-  bool prefix(Dwarf_Die* die, std::string* out) {
-    Dwarf_Die s;
-    if (++depth > 24 || !scope(die, &s)) return --depth, out->clear(), true;
-    const int tag = dw().dwarf_tag(&s);
-    bool ok = true;
-    if (tag == DW_TAG_namespace || tag == DW_TAG_module) {
-      ok = prefix(&s, out);
-      const char* n = name_of(&s);
-      *out += n ? n : "(anonymous namespace)";
-    } else if (is_type(tag)) {
-      ok = type_name(&s, out);
-    } else if (tag == DW_TAG_subprogram) {
-      const auto& fn = function(&s);
-      ok = !fn.first.empty();
-      *out = fn.first;
-    } else {
-      out->clear();
-    }
-    if (!out->empty()) *out += "::";
-    --depth;
-    return ok;
-  }
-
-  // A named or unnamed class, struct, union or enum, qualified.
-  bool type_name(Dwarf_Die* t, std::string* out) {
-    if (!prefix(t, out)) return false;
-    if (const char* n = name_of(t)) return *out += n, true;
-    Dwarf_Die s;
-    if (!scope(t, &s)) return false;
-    std::string sig;
-    bool spelled = true;
-    const bool closure = closure_sig(t, &sig, &spelled);
-    if (!spelled) return false;
-    const bool per_sig = closure && per_signature_lambdas(t);
-    int n = 1;
-    for (Dwarf_Die& u : st().unnamed_in[s.addr]) {
-      if (u.addr == t->addr) break;
-      std::string other;
-      bool ok = true;
-      if (closure_sig(&u, &other, &ok) == closure && (!per_sig || other == sig)) ++n;
-    }
-    *out += (closure ? "{lambda(" + sig + ")#" : std::string("{unnamed type#")) + std::to_string(n) + "}";
-    return true;
-  }
-
-  // A lambda's closure type (GCC: an unnamed class whose constructors are
-  // "<lambda>", or whose operator() is artificial) and its parameter list;
-  // *spelled false if a parameter's type could not be spelled.
-  bool closure_sig(Dwarf_Die* t, std::string* sig, bool* spelled) {
-    Dwarf_Die c;
-    bool closure = false;
-    Dwarf_Die call;
-    bool have_call = false;
-    if (name_of(t) || dw().dwarf_child(t, &c) != 0) return false;
-    do {
-      if (dw().dwarf_tag(&c) != DW_TAG_subprogram) continue;
-      const char* n = name_of(&c);
-      if (!n) continue;
-      if (std::strcmp(n, "<lambda>") == 0) closure = true;
-      if (std::strncmp(n, "operator()", 10) == 0) {
-        call = c, have_call = true;
-        if (dw().dwarf_hasattr(&c, DW_AT_artificial)) closure = true;
-      }
-    } while (dw().dwarf_siblingof(&c, &c) == 0);
-    sig->clear();
-    bool is_const = false;
-    if (closure && have_call && !params(&call, sig, &is_const)) *spelled = false;
-    return closure;
-  }
-
-  // GCC numbers a scope's lambdas one after another up to GCC 12, and per
-  // signature (as the ABI says, and clang does) from GCC 13 on (ABI 18).
-  bool per_signature_lambdas(Dwarf_Die* die) {
-    Dwarf_Die cu;
-    Dwarf_Attribute a;
-    const char* p = dw().dwarf_diecu(die, &cu, nullptr, nullptr)
-                        ? dw().dwarf_formstring(dw().dwarf_attr(&cu, DW_AT_producer, &a))
-                        : nullptr;
-    if (!p || std::strncmp(p, "GNU ", 4) != 0) return true;
-    const char* v = std::strchr(p + 4, ' ');
-    if (!v || std::atoi(v + 1) < 13) return false;
-    const char* abi = std::strstr(p, "-fabi-version=");
-    return !abi || std::atoi(abi + 14) == 0 || std::atoi(abi + 14) >= 18;
-  }
-
-  // decl is what stands to the type's right: "*", " const*", "&".
-  bool type(Dwarf_Die* t, const std::string& decl, std::string* out, int d = 0) {
-    Dwarf_Die next;
-    const bool has_next = ref(t, DW_AT_type, &next);
-    if (d > 16) return false;
-    switch (dw().dwarf_tag(t)) {
-      case DW_TAG_pointer_type:
-        return has_next ? type(&next, "*" + decl, out, d + 1) : (*out = "void*" + decl, true);
-      case DW_TAG_reference_type: return has_next && type(&next, "&" + decl, out, d + 1);
-      case DW_TAG_rvalue_reference_type: return has_next && type(&next, "&&" + decl, out, d + 1);
-      case DW_TAG_const_type:
-        return has_next ? type(&next, " const" + decl, out, d + 1) : (*out = "void const" + decl, true);
-      case DW_TAG_volatile_type:
-        return has_next ? type(&next, " volatile" + decl, out, d + 1) : (*out = "void volatile" + decl, true);
-      case DW_TAG_typedef: return has_next ? type(&next, decl, out, d + 1) : (*out = "void" + decl, true);
-      case DW_TAG_subroutine_type: {
-        std::string ret = "void", args;
-        bool is_const;
-        if ((has_next && !type(&next, "", &ret, d + 1)) || !params(t, &args, &is_const)) return false;
-        *out = ret + " (" + decl + ")(" + args + ")";
-        return true;
-      }
-      case DW_TAG_base_type:
-      case DW_TAG_unspecified_type: {
-        const char* n = name_of(t);
-        if (!n) return false;
-        for (const auto& b : kBaseTypes)
-          if (std::strcmp(n, b[0]) == 0) n = b[1];
-        *out = n + decl;
-        return true;
-      }
-      default:
-        if (!is_type(dw().dwarf_tag(t)) || !type_name(t, out)) return false;
-        *out += decl;
-        return true;
-    }
-  }
-
-  // "(int, char const*)" without the parentheses; *is_const for a const
-  // member function (its artificial object pointer points to const).
-  bool params(Dwarf_Die* fn, std::string* out, bool* is_const) {
-    Dwarf_Die c;
-    out->clear();
-    *is_const = false;
-    if (dw().dwarf_child(fn, &c) != 0) return true;
-    bool first = true;
-    do {
-      const int tag = dw().dwarf_tag(&c);
-      std::string p;
-      Dwarf_Die t;
-      if (tag == DW_TAG_unspecified_parameters) {
-        p = "...";
-      } else if (tag != DW_TAG_formal_parameter) {
-        continue;
-      } else if (!ref(&c, DW_AT_type, &t)) {
-        return false;
-      } else if (dw().dwarf_hasattr(&c, DW_AT_artificial)) {
-        Dwarf_Die pointee;
-        while (dw().dwarf_tag(&t) == DW_TAG_const_type && ref(&t, DW_AT_type, &t)) {}
-        if (dw().dwarf_tag(&t) == DW_TAG_pointer_type && ref(&t, DW_AT_type, &pointee))
-          *is_const = dw().dwarf_tag(&pointee) == DW_TAG_const_type;
-        continue;
-      } else {
-        // A parameter's own const is not part of the function's type.
-        while ((dw().dwarf_tag(&t) == DW_TAG_const_type || dw().dwarf_tag(&t) == DW_TAG_volatile_type) &&
-               ref(&t, DW_AT_type, &t)) {}
-        if (!type(&t, "", &p)) return false;
-      }
-      *out += (first ? "" : ", ") + p;
-      first = false;
-    } while (dw().dwarf_siblingof(&c, &c) == 0);
-    return true;
-  }
-
-  // Rule 4: "ns::f(int, long)", "f()::{lambda(int)#2}::operator()(int) const".
-  std::string from_dwarf(Dwarf_Die* origin) {
-    Dwarf_Die named;
-    if (!named_die(origin, &named)) return "";
-    std::string base = name_of(&named), out, args;
-    if (!prefix(&named, &out)) out.clear();
-    out += base;
-    bool is_const = false;
-    Dwarf_Die c;
-    Dwarf_Die* with_params = dw().dwarf_child(origin, &c) == 0 ? origin : &named;
-    if (!params(with_params, &args, &is_const)) return out;
-    std::string ret = "void";
-    Dwarf_Die rt;
-    if (base.find('<') != std::string::npos && base.compare(0, 8, "operator") != 0) {
-      if (ref(&named, DW_AT_type, &rt) && !type(&rt, "", &ret)) return out;
-      out = ret + " " + out;
-    }
-    return out + "(" + args + ")" + (is_const ? " const" : "");
-  }
-
-  // The name and system name of the function an inlined call or out-of-line
-  // DIE belongs to; cached by its abstract DIE.
-  const std::pair<std::string, std::string>& function(Dwarf_Die* die) {
-    Dwarf_Die origin = root_origin(die);
-    auto it = st().names.find(origin.addr);
-    if (it != st().names.end()) return it->second;
-    std::pair<std::string, std::string> r;
-    Dwarf_Attribute a;
-    const char* s = nullptr;
-    Dwarf_Die cu;
-    if (dw().dwarf_attr_integrate(&origin, DW_AT_linkage_name, &a) ||
-        dw().dwarf_attr_integrate(&origin, DW_AT_MIPS_linkage_name, &a))
-      s = dw().dwarf_formstring(&a);
-    if (s) {
-      r = {names->demangle(s), s};
-    } else if (!dw().dwarf_diecu(&origin, &cu, nullptr, nullptr) || !is_cxx(dw().dwarf_srclang(&cu))) {
-      Dwarf_Die named;
-      s = named_die(&origin, &named) ? name_of(&named) : nullptr;
-      if (s) r = {s, s};
-    } else if (const FuncSym* sym = outline_symbol(&origin)) {
-      r.second.assign(sym->name, std::strcspn(sym->name, "@"));
-      r.first = names->demangle(r.second.c_str());
-    } else {
-      r.first = r.second = from_dwarf(&origin);
-    }
-    if (r.first.empty()) r = {"??", "??"};
-    return st().names.emplace(origin.addr, std::move(r)).first->second;
-  }
-
-  // Rule 3: the symbol that starts at the entry of the function's
-  // out-of-line copy (or of origin itself, when it is that code).
-  const FuncSym* outline_symbol(Dwarf_Die* origin) {
-    Dwarf_Addr entry;
-    Dwarf_Die cu;
-    if (dw().dwarf_entrypc(origin, &entry) != 0) {
-      if (dw().dwarf_diecu(origin, &cu, nullptr, nullptr)) cu_functions(&st(), &cu);
-      auto it = st().outline_entry.find(origin->addr);
-      if (it == st().outline_entry.end()) return nullptr;
-      entry = it->second;
-    }
-    const FuncSym* sym = find_symbol(mi->syms, entry + st().bias);
-    return sym && sym->start == entry + st().bias ? sym : nullptr;
-  }
-};
-
 }  // namespace
+
+// Walks die's unit, then its unit's bodies, the first time it is asked for.
+bool Namer::scope(Dwarf_Die* die, Dwarf_Die* out) {
+  for (int pass = 0; pass < 3; ++pass) {
+    auto it = st().scope_of.find(die->addr);
+    if (it != st().scope_of.end()) return *out = it->second, true;
+    Dwarf_Die cu;
+    if (!dw().dwarf_diecu(die, &cu, nullptr, nullptr)) return false;
+    if (pass == 0) cu_functions(&st(), &cu);
+    if (pass == 1 && st().bodies_walked.insert(cu.addr).second) walk_unit(&cu, true, &st(), nullptr);
+  }
+  return false;
+}
+
+
+bool Namer::prefix(Dwarf_Die* die, std::string* out) {
+  Dwarf_Die s;
+  Deeper guard(this);
+  out->clear();
+  if (guard.too_deep()) return false;
+  if (!scope(die, &s)) return true;
+  const int tag = dw().dwarf_tag(&s);
+  bool ok = true;
+  if (tag == DW_TAG_namespace || tag == DW_TAG_module) {
+    ok = prefix(&s, out);
+    const char* n = name_of(&s);
+    *out += n ? n : "(anonymous namespace)";
+  } else if (is_type(tag)) {
+    ok = type_name(&s, out);
+  } else if (tag == DW_TAG_subprogram) {
+    const auto& fn = function(&s);
+    ok = !fn.first.empty();
+    *out = fn.first;
+  } else {
+    out->clear();
+  }
+  if (!out->empty()) *out += "::";
+  return ok;
+}
+
+
+bool Namer::type_name(Dwarf_Die* t, std::string* out) {
+  auto cached = st().type_names.find(t->addr);
+  if (cached != st().type_names.end()) return *out = cached->second, true;
+  if (!prefix(t, out)) return false;
+  if (const char* n = name_of(t)) {
+    std::string spelled = with_template_args(t, n);
+    Dwarf_Die def;
+    if (spelled == n && std::strchr(n, '<') && definition(t, &def)) spelled = with_template_args(&def, n);
+    *out += spelled;
+    st().type_names.emplace(t->addr, *out);
+    return true;
+  }
+  Dwarf_Die s;
+  if (!scope(t, &s)) return false;
+  std::string sig;
+  bool spelled = true;
+  const bool closure = closure_sig(t, &sig, &spelled);
+  if (!spelled) return false;
+  const bool per_sig = closure && per_signature_lambdas(t);
+  int n = 1;
+  for (Dwarf_Die& u : st().unnamed_in[s.addr]) {
+    if (u.addr == t->addr) break;
+    std::string other;
+    bool ok = true;
+    if (closure_sig(&u, &other, &ok) == closure && (!per_sig || other == sig)) ++n;
+  }
+  *out += (closure ? "{lambda(" + sig + ")#" : std::string("{unnamed type#")) + std::to_string(n) + "}";
+  st().type_names.emplace(t->addr, *out);
+  return true;
+}
+
+
+// A lambda's closure type (GCC: an unnamed class whose constructors are
+// "<lambda>", or whose operator() is artificial) and its parameter list;
+// *spelled false if a parameter's type could not be spelled.
+// A declaration of a class template instance (GCC gives it no template
+// parameters) -> its definition, among its scope's children.
+bool Namer::definition(Dwarf_Die* decl, Dwarf_Die* def) {
+  Dwarf_Die s;
+  const char* n = name_of(decl);
+  if (!n || !dw().dwarf_hasattr(decl, DW_AT_declaration) || !scope(decl, &s) || dw().dwarf_child(&s, def) != 0)
+    return false;
+  const int tag = dw().dwarf_tag(decl);
+  do {
+    const char* m = name_of(def);
+    if (dw().dwarf_tag(def) == tag && m && std::strcmp(m, n) == 0 && !dw().dwarf_hasattr(def, DW_AT_declaration))
+      return true;
+  } while (dw().dwarf_siblingof(def, def) == 0);
+  return false;
+}
+
+bool Namer::closure_sig(Dwarf_Die* t, std::string* sig, bool* spelled) {
+  Dwarf_Die c;
+  bool closure = false;
+  Dwarf_Die call;
+  bool have_call = false;
+  if (name_of(t) || dw().dwarf_child(t, &c) != 0) return false;
+  do {
+    if (dw().dwarf_tag(&c) != DW_TAG_subprogram) continue;
+    const char* n = name_of(&c);
+    if (!n) continue;
+    if (std::strcmp(n, "<lambda>") == 0) closure = true;
+    if (std::strncmp(n, "operator()", 10) == 0) {
+      call = c, have_call = true;
+      if (dw().dwarf_hasattr(&c, DW_AT_artificial)) closure = true;
+    }
+  } while (dw().dwarf_siblingof(&c, &c) == 0);
+  sig->clear();
+  bool is_const = false;
+  if (closure && have_call && !params(&call, sig, &is_const)) *spelled = false;
+  return closure;
+}
+
+
+// GCC numbers a scope's lambdas one after another up to GCC 12, and per
+// signature (as the ABI says, and clang does) from GCC 13 on (ABI 18).
+bool Namer::per_signature_lambdas(Dwarf_Die* die) {
+  Dwarf_Die cu;
+  Dwarf_Attribute a;
+  const char* p = dw().dwarf_diecu(die, &cu, nullptr, nullptr)
+                      ? dw().dwarf_formstring(dw().dwarf_attr(&cu, DW_AT_producer, &a))
+                      : nullptr;
+  if (!p || std::strncmp(p, "GNU ", 4) != 0) return true;
+  const char* v = std::strchr(p + 4, ' ');
+  if (!v || std::atoi(v + 1) < 13) return false;
+  const char* abi = std::strstr(p, "-fabi-version=");
+  return !abi || std::atoi(abi + 14) == 0 || std::atoi(abi + 14) >= 18;
+}
+
+
+// Rule 5: "ns::f(int, long)", "f()::{lambda(int)#2}::operator()(int) const".
+std::string Namer::from_dwarf(Dwarf_Die* origin) {
+  Dwarf_Die named;
+  if (!named_die(origin, &named)) return "";
+  std::string base = name_of(&named), out, args;
+  if (!prefix(&named, &out)) out.clear();
+  std::string spelled = with_template_args(origin, base.c_str());
+  out += spelled != base ? spelled : with_template_args(&named, base.c_str());
+  bool is_const = false;
+  Dwarf_Die c;
+  Dwarf_Die* with_params = dw().dwarf_child(origin, &c) == 0 ? origin : &named;
+  if (!params(with_params, &args, &is_const)) return out;
+  std::string ret = "void";
+  Dwarf_Die rt;
+  if (base.find('<') != std::string::npos && base.compare(0, 8, "operator") != 0) {
+    if (ref(&named, DW_AT_type, &rt) && !type(&rt, "", &ret)) return out;
+    out = ret + " " + out;
+  }
+  return out + "(" + args + ")" + (is_const ? " const" : "");
+}
+
+
+const std::pair<std::string, std::string>& Namer::function(Dwarf_Die* die) {
+  Dwarf_Die origin = root_origin(die);
+  auto it = st().names.find(origin.addr);
+  if (it != st().names.end()) return it->second;
+  std::pair<std::string, std::string> r;
+  Dwarf_Attribute a;
+  Dwarf_Die cu, named;
+  const char* s = nullptr;
+  if (dw().dwarf_attr_integrate(&origin, DW_AT_linkage_name, &a) ||
+      dw().dwarf_attr_integrate(&origin, DW_AT_MIPS_linkage_name, &a))
+    s = dw().dwarf_formstring(&a);
+  const bool cxx = dw().dwarf_diecu(&origin, &cu, nullptr, nullptr) && is_cxx(dw().dwarf_srclang(&cu));
+  const FuncSym* sym = s || !cxx ? nullptr : outline_symbol(&origin);
+  if (s) {
+    r = {names->demangle(s), s};
+  } else if (sym) {
+    r.second.assign(sym->name, std::strcspn(sym->name, "@"));
+    r.first = names->demangle(r.second.c_str());
+  } else if (!cxx || dw().dwarf_attr_integrate(&origin, DW_AT_external, &a)) {
+    // C, or external without a linkage name (extern "C", main): the
+    // symbol is the plain name.
+    if ((s = named_die(&origin, &named) ? name_of(&named) : nullptr)) r = {s, s};
+  } else {
+    r.first = r.second = from_dwarf(&origin);
+  }
+  if (r.first.empty()) r = {"??", "??"};
+  return st().names.emplace(origin.addr, std::move(r)).first->second;
+}
+
+
+// Rule 3: the symbol that starts at the entry of the function's
+// out-of-line copy (or of origin itself, when it is that code).
+const FuncSym* Namer::outline_symbol(Dwarf_Die* origin) {
+  Dwarf_Addr entry;
+  Dwarf_Die cu;
+  if (dw().dwarf_entrypc(origin, &entry) != 0) {
+    if (dw().dwarf_diecu(origin, &cu, nullptr, nullptr)) cu_functions(&st(), &cu);
+    auto it = st().outline_entry.find(origin->addr);
+    if (it == st().outline_entry.end()) return nullptr;
+    entry = it->second;
+  }
+  const FuncSym* sym = find_symbol(mi->syms, entry + st().bias);
+  return sym && sym->start == entry + st().bias ? sym : nullptr;
+}
 
 void name_from_die(Dwarf_Die* die, ModInfo* mi, Names* names, pprof::Frame* f) {
   Namer n{mi, names};

@@ -55,8 +55,10 @@ def _truth_for(line, symbols):
 
 def test_cxx_statics_and_lambdas_have_one_name_each(ctx):
     """sym_cxx_names (-O2): a static function inlined at one call and out of
-    line at another, a static only ever inlined, a method of a class in an
-    anonymous namespace, and three lambdas (two of one signature), all
+    line at another, statics only ever inlined (one a template, one taking a
+    function pointer, a typedef'd unnamed struct and an array reference), a
+    method of a class in an anonymous namespace, a local class's method,
+    three lambdas (two of one signature) and a lambda in a lambda, all
     without a DWARF linkage name. Every frame at a function's body line
     must carry exactly the name the symbol table of the same source built
     -O0 (nothing inlined, every function a symbol) gives it: so one name
@@ -69,7 +71,7 @@ def test_cxx_statics_and_lambdas_have_one_name_each(ctx):
     _sh([cxx, "-O0", "-g", "-o", o0, src], "compiling sym_cxx_names.cc -O0")
     symbols = _symbol_names_by_line(o0, src)
 
-    r, d = ctx.profile(["sym_cxx_names", "1.0"])
+    r, d = ctx.profile(["sym_cxx_names", "1.5"])
     prof = ctx.read(os.path.join(d, "run.cpu.pprof"), r)
     seen = {}  # marker -> (truth, names, inlined, out-of-line)
     for marker, line in sorted(markers.items()):

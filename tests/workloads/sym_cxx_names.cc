@@ -1,13 +1,15 @@
 // sym_cxx_names: C++ functions to which GCC gives no linkage name (internal
-// linkage: statics, a class in an anonymous namespace, lambdas), burning CPU
-// inlined and out of line. Built -O2 by the Makefile; at -O2 every function
+// linkage: statics, a template, a class in an anonymous namespace, a local
+// class, lambdas, nested lambdas; parameters of function pointer, typedef'd
+// unnamed struct and array reference types), burning CPU inlined and out of
+// line. Built -O2 by the Makefile; at -O2 every function
 // marked HOT_INLINE is inlined at its calls, and wl::partly also has an
 // out-of-line copy (called through a pointer). Built -O0, nothing is inlined
 // and every function has a symbol: that build's symbol table is the truth for
 // the names (tests/integration/test_symbols.py builds it).
 // Each function's body is on the one line marked SYM_CXX_*, so the frames of
 // one function are the frames at one line.
-// usage: sym_cxx_names [seconds]   default 0.8
+// usage: sym_cxx_names [seconds]   default 1.5
 // stdout: one line with a checksum.
 #include <cstdio>
 #include <cstdlib>
@@ -37,6 +39,16 @@ static inline HOT_INLINE unsigned long partly(unsigned long n, long k) {
 
 static inline HOT_INLINE unsigned long only_inlined(const std::string& tag, unsigned long n) {
   unsigned long x = tag.size(); for (unsigned long i = 0; i < n; i++) { x = x * 6364136223846793005UL + 7; sink = x; } return x;  // SYM_CXX_ONLY
+}
+
+template <class T> static inline HOT_INLINE T scaled(T v, unsigned long n) {
+  T x = v; for (unsigned long i = 0; i < n; i++) { x = x * 3 + 1; sink = x; } return x;  // SYM_CXX_TEMPLATE
+}
+
+typedef struct { int a; long b; } pair_t;
+
+static inline HOT_INLINE unsigned long shapes(unsigned long (*f)(int), const pair_t* p, int (&arr)[4], unsigned long n) {
+  unsigned long x = p->b + arr[0] + (f == nullptr); for (unsigned long i = 0; i < n; i++) { x = x * 31 + 7; sink = x; } return x;  // SYM_CXX_SHAPES
 }
 
 namespace {
@@ -69,10 +81,33 @@ __attribute__((noinline)) unsigned long lambdas(unsigned long n) {
   return first(1, n) + by_double(2.0, n) + second(3, n);
 }
 
+__attribute__((noinline)) unsigned long local_class(unsigned long n) {
+  struct Local {
+    static HOT_INLINE unsigned long go(unsigned long m) {
+      unsigned long x = 1; for (unsigned long i = 0; i < m; i++) { x = x * 5 + i; sink = x; } return x;  // SYM_CXX_LOCAL
+    }
+  };
+  return Local::go(n);
+}
+
+__attribute__((noinline)) unsigned long nested_lambdas(unsigned long n) {
+  auto outer = [n](int k) HOT_INLINE {
+    auto inner = [k](unsigned long m) HOT_INLINE {
+      unsigned long x = k; for (unsigned long i = 0; i < m; i++) { x = x * 9 + i; sink = x; } return x;  // SYM_CXX_NESTED
+    };
+    return inner(n);
+  };
+  return outer(2);
+}
+
+static unsigned long identity(int v) { return v; }
+
 int main(int argc, char** argv) {
-  double seconds = argc > 1 ? std::atof(argv[1]) : 0.8;
+  double seconds = argc > 1 ? std::atof(argv[1]) : 1.5;
   const std::string tag = "sym_cxx_names";
   wl::Acc acc{sink};
+  wl::pair_t pair{1, 2};
+  int arr[4] = {1, 2, 3, 4};
   double t0 = cpu_seconds();
   unsigned long sum = 0;
   while (cpu_seconds() - t0 < seconds) {
@@ -81,6 +116,10 @@ int main(int argc, char** argv) {
     sum += wl::only_inlined(tag, kRounds);
     sum += acc.spin(kRounds);
     sum += lambdas(kRounds);
+    sum += wl::scaled<unsigned long>(sum, kRounds);
+    sum += wl::shapes(identity, &pair, arr, kRounds);
+    sum += local_class(kRounds);
+    sum += nested_lambdas(kRounds);
   }
   std::printf("sym_cxx_names: checksum=%016lx\n", sum);
   return 0;
