@@ -146,37 +146,41 @@ void note_outline(Dwarf_Die* fn, DwarfState* st) {
   st->outline_entry.emplace(root_origin(fn).addr, entry);
 }
 
-// The shallow walk (funcs given) visits units, namespaces and types; the
-// deep one also functions' bodies, and records only what lies in them.
-void walk(Dwarf_Die* parent, const Dwarf_Die& scope, bool in_fn, bool bodies, DwarfState* st,
-          std::vector<PcRange>* funcs, int depth) {
+struct Walk {
+  DwarfState* st;
+  std::vector<PcRange>* funcs;  // the shallow walk's: out-of-line functions
+  bool bodies;                  // the deep walk: functions' bodies, and only what lies in them
+  bool scopes;                  // record scopes (C++ names need them; C's do not)
+};
+
+void walk(const Walk& w, Dwarf_Die* parent, const Dwarf_Die& scope, bool in_fn, int depth) {
   Dwarf_Die c;
   if (depth > 48 || dw().dwarf_child(parent, &c) != 0) return;
-  const bool record = !bodies || in_fn;
+  const bool record = w.scopes && (!w.bodies || in_fn);
   do {
     const int tag = dw().dwarf_tag(&c);
     if (tag == DW_TAG_subprogram) {
-      if (record) st->scope_of.emplace(c.addr, scope);
-      if (!in_fn && funcs) {
-        add_ranges(&c, funcs);
-        note_outline(&c, st);
+      if (record) w.st->scope_of.emplace(c.addr, scope);
+      if (!in_fn && w.funcs) {
+        add_ranges(&c, w.funcs);
+        if (w.scopes) note_outline(&c, w.st);
       }
-      if (bodies) walk(&c, c, true, bodies, st, funcs, depth + 1);
+      if (w.bodies) walk(w, &c, c, true, depth + 1);
     } else if (tag == DW_TAG_namespace || tag == DW_TAG_module || is_type(tag)) {
       if (record) {
-        st->scope_of.emplace(c.addr, scope);
-        if (is_type(tag) && !dw().dwarf_hasattr(&c, DW_AT_name)) st->unnamed_in[scope.addr].push_back(c);
+        w.st->scope_of.emplace(c.addr, scope);
+        if (is_type(tag) && !dw().dwarf_hasattr(&c, DW_AT_name)) w.st->unnamed_in[scope.addr].push_back(c);
       }
-      if (tag != DW_TAG_enumeration_type) walk(&c, c, in_fn, bodies, st, funcs, depth + 1);
+      if (tag != DW_TAG_enumeration_type) walk(w, &c, c, in_fn, depth + 1);
     } else if (tag == DW_TAG_lexical_block && in_fn) {
-      walk(&c, scope, true, bodies, st, funcs, depth + 1);
+      walk(w, &c, scope, true, depth + 1);
     } else if (tag == DW_TAG_typedef && record) {
       // typedef struct {...} T: T is the type's name in C++ signatures.
       Dwarf_Attribute a;
       Dwarf_Die target;
       if (dw().dwarf_formref_die(dw().dwarf_attr(&c, DW_AT_type, &a), &target) &&
           is_type(dw().dwarf_tag(&target)) && !dw().dwarf_hasattr(&target, DW_AT_name))
-        st->scope_of.emplace(c.addr, scope);
+        w.st->scope_of.emplace(c.addr, scope);
     }
   } while (dw().dwarf_siblingof(&c, &c) == 0);
 }
@@ -184,7 +188,7 @@ void walk(Dwarf_Die* parent, const Dwarf_Die& scope, bool in_fn, bool bodies, Dw
 }  // namespace
 
 void walk_unit(Dwarf_Die* cu, bool bodies, DwarfState* st, std::vector<PcRange>* funcs) {
-  walk(cu, *cu, false, bodies, st, funcs, 0);
+  walk(Walk{st, funcs, bodies, is_cxx_unit(cu)}, cu, *cu, false, 0);
 }
 
 const std::vector<PcRange>& cu_functions(DwarfState* st, Dwarf_Die* cu) {

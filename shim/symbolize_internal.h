@@ -151,6 +151,7 @@ void name_from_die(Dwarf_Die* die, ModInfo* mi, Names* names, pprof::Frame* f);
 // The abstract DIE an inlined call or out-of-line copy was made from.
 Dwarf_Die root_origin(Dwarf_Die* die);
 bool is_type(int tag);  // class, struct, union, enum
+bool is_cxx_unit(Dwarf_Die* cu);
 
 // --- symbolize_dwarf.cc ---
 

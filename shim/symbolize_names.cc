@@ -64,6 +64,14 @@ bool is_type(int tag) {
          tag == DW_TAG_enumeration_type;
 }
 
+// DW_LANG_C_plus_plus_17 and _20 (0x2a, 0x2b) are newer than elfutils 0.188's dwarf.h.
+bool is_cxx_unit(Dwarf_Die* cu) {
+  const int lang = dw().dwarf_srclang(cu);
+  return lang == DW_LANG_C_plus_plus || lang == DW_LANG_C_plus_plus_03 ||
+         lang == DW_LANG_C_plus_plus_11 || lang == DW_LANG_C_plus_plus_14 || lang == 0x2a ||
+         lang == 0x2b;
+}
+
 Dwarf_Die root_origin(Dwarf_Die* die) {
   Dwarf_Die cur = *die, next;
   for (int hops = 0; hops < 8 && ref(&cur, DW_AT_abstract_origin, &next); ++hops) cur = next;
@@ -71,13 +79,6 @@ Dwarf_Die root_origin(Dwarf_Die* die) {
 }
 
 namespace {
-
-// DW_LANG_C_plus_plus_17 and _20 (0x2a, 0x2b) are newer than elfutils 0.188's dwarf.h.
-bool is_cxx(int lang) {
-  return lang == DW_LANG_C_plus_plus || lang == DW_LANG_C_plus_plus_03 ||
-         lang == DW_LANG_C_plus_plus_11 || lang == DW_LANG_C_plus_plus_14 || lang == 0x2a ||
-         lang == 0x2b;
-}
 
 // The DIE that carries die's DW_AT_name, through DW_AT_abstract_origin and
 // DW_AT_specification: its scope is what qualifies the name.
@@ -255,7 +256,7 @@ const std::pair<std::string, std::string>& Namer::function(Dwarf_Die* die) {
   if (dw().dwarf_attr_integrate(&origin, DW_AT_linkage_name, &a) ||
       dw().dwarf_attr_integrate(&origin, DW_AT_MIPS_linkage_name, &a))
     s = dw().dwarf_formstring(&a);
-  const bool cxx = dw().dwarf_diecu(&origin, &cu, nullptr, nullptr) && is_cxx(dw().dwarf_srclang(&cu));
+  const bool cxx = dw().dwarf_diecu(&origin, &cu, nullptr, nullptr) && is_cxx_unit(&cu);
   const FuncSym* sym = s || !cxx ? nullptr : outline_symbol(&origin);
   if (s) {
     r = {names->demangle(s), s};
