@@ -76,7 +76,7 @@ UNIT_BINS := $(patsubst tests/unit/%.cc,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
 # encoders, the writer, the parsers and the symbolizer (unload.o reaches the
 # sampler, the heap and recover only through weak references).
 CORE_OBJS := $(addprefix $(BUILD)/shim/,atomic_file.o config.o gzip.o heap_dump.o pb.o pprof.o procmaps.o \
-               summary.o symbolize.o symbolize_dwarf.o sys.o unload.o)
+               summary.o sys.o unload.o) $(filter $(BUILD)/shim/symbolize%,$(SHIM_OBJS))
 
 $(BUILD)/tests/unit/%: tests/unit/%.cc $(CORE_OBJS) tests/unit/check.h $(wildcard tests/fixtures/*.h) | $(BUILD)/.deps-ok
 	@mkdir -p $(dir $@)
@@ -98,6 +98,15 @@ $(BUILD)/workloads/je_%: tests/workloads/je_%.c | $(BUILD)/.deps-ok
 $(BUILD)/workloads/%: tests/workloads/%.cc | $(BUILD)/.deps-ok
 	@mkdir -p $(dir $@)
 	$(CXX) -O1 -g -fno-omit-frame-pointer -fno-inline -pthread -o $@ $< -ldl
+
+# Inlining is what sym_cxx_names is about: -O2, not the pattern's -fno-inline.
+$(BUILD)/workloads/sym_cxx_names: tests/workloads/sym_cxx_names.cc | $(BUILD)/.deps-ok
+	@mkdir -p $(dir $@)
+	$(CXX) -O2 -g -fno-omit-frame-pointer -pthread -o $@ $<
+
+$(BUILD)/workloads/uses_zlib: tests/workloads/uses_zlib.c | $(BUILD)/.deps-ok
+	@mkdir -p $(dir $@)
+	$(CC) -O1 -g -fno-omit-frame-pointer -fno-inline -o $@ $< -lz
 
 test: $(LIB) $(UNIT_BINS) $(WORKLOAD_BINS)
 	@python3 tests/run.py --build $(BUILD)

@@ -107,6 +107,7 @@ struct Symbols {
   std::vector<uint64_t> addrs;
   std::vector<symbolize::Result> results;
   std::vector<pprof::Mapping> mappings;
+  std::vector<bool> loaded_for_shim;  // per mapping
 };
 
 void gather(const std::vector<RawSample>& samples, Symbols* sym) {
@@ -115,8 +116,33 @@ void gather(const std::vector<RawSample>& samples, Symbols* sym) {
       if (sym->index.emplace(a, sym->addrs.size()).second) sym->addrs.push_back(a);
 }
 
+// The mappings of one profile: a library that is there only for the shim is
+// left out unless one of this profile's locations lies in it, and the has_*
+// flags say what every location of this profile in the mapping has. Returns
+// each mapping's id (0: left out).
+std::vector<uint64_t> add_mappings(pprof::Builder& b, const std::vector<RawSample>& samples,
+                                   const Symbols& sym) {
+  std::vector<symbolize::Coverage> cov(sym.mappings.size());
+  std::vector<bool> seen(sym.addrs.size(), false);
+  for (const auto& s : samples)
+    for (uint64_t a : s.addrs) {
+      const size_t i = sym.index.at(a);
+      const auto& r = sym.results[i];
+      if (!seen[i] && r.mapping >= 0) cov[r.mapping].add(r);
+      seen[i] = true;
+    }
+  std::vector<uint64_t> id(sym.mappings.size(), 0);
+  for (size_t i = 0; i < sym.mappings.size(); ++i) {
+    if (cov[i].locations == 0 && i < sym.loaded_for_shim.size() && sym.loaded_for_shim[i]) continue;
+    pprof::Mapping m = sym.mappings[i];
+    cov[i].apply(&m);
+    id[i] = b.add_mapping(m);
+  }
+  return id;
+}
+
 void fill(pprof::Builder& b, const std::vector<RawSample>& samples, const Symbols& sym, bool labels) {
-  for (const auto& m : sym.mappings) b.add_mapping(m);
+  const std::vector<uint64_t> mapping_id = add_mappings(b, samples, sym);
   std::unordered_map<uint64_t, uint64_t> loc;
   std::unordered_map<uint32_t, std::string> names;
   for (const auto& s : samples) {
@@ -125,7 +151,7 @@ void fill(pprof::Builder& b, const std::vector<RawSample>& samples, const Symbol
       auto it = loc.find(a);
       if (it == loc.end()) {
         const auto& r = sym.results[sym.index.at(a)];
-        uint64_t id = b.add_location(a, uint64_t(r.mapping + 1), r.frames);
+        uint64_t id = b.add_location(a, r.mapping >= 0 ? mapping_id[r.mapping] : 0, r.frames);
         it = loc.emplace(a, id).first;
       }
       ids.push_back(it->second);
@@ -188,13 +214,16 @@ void cpu_profile(Context& ctx, const std::vector<RawSample>& s, const Symbols& s
   emit(b, ctx, "cpu", f, errors);
 }
 
+// A heap profile is a picture of one moment, the dump: its time is when the
+// dump was taken and it has no duration, as Go's heap profiles (runtime/pprof
+// sets time_nanos when it writes one, and duration_nanos only for CPU).
 void heap_profile(Context& ctx, const std::vector<RawSample>& s, const Symbols& sym, uint64_t period,
-                  summary::Figures* f, std::vector<std::string>* errors) {
+                  uint64_t dump_real_ns, summary::Figures* f, std::vector<std::string>* errors) {
   pprof::Builder b({{"alloc_objects", "count"}, {"alloc_space", "bytes"}, {"inuse_objects", "count"},
                     {"inuse_space", "bytes"}},
                    {"space", "bytes"}, int64_t(period));
   b.set_default_sample_type("inuse_space");
-  b.set_time(int64_t(ctx.start_real_ns), int64_t(ctx.stop_mono_ns - ctx.start_mono_ns));
+  b.set_time(int64_t(dump_real_ns), 0);
   b.add_comment(std::string("profshim: stopped by ") + ctx.how);
   fill(b, s, sym, false);
   emit(b, ctx, "heap", f, errors);
@@ -247,6 +276,7 @@ void run(Context& ctx) {
   heap::set_active(false);
   std::vector<std::string> errors;
   std::string heap_text, err;
+  const uint64_t dump_real_ns = sys::now_ns(CLOCK_REALTIME);
   bool have_heap = cfg.heap_sample && heap::dump(&heap_text, &err);
   if (cfg.heap_sample && !have_heap) errors.push_back("heap profile not taken: " + err);
   f.heap_seen = heap::serves_malloc();
@@ -274,11 +304,12 @@ void run(Context& ctx) {
     symbolize::Session session(maps);
     session.lookup(sym.addrs, &sym.results);
     sym.mappings = session.mappings();
+    sym.loaded_for_shim = session.loaded_for_shim();
   }
   f.symbolize_ms = double(sys::now_ns(CLOCK_MONOTONIC) - t_sym) / 1e6;
 
   if (cfg.cpu_hz) cpu_profile(ctx, cpu, sym, &f, &errors);
-  if (have_heap) heap_profile(ctx, mem, sym, dump.period, &f, &errors);
+  if (have_heap) heap_profile(ctx, mem, sym, dump.period, dump_real_ns, &f, &errors);
 
   sampler::Stats st = sampler::stats();
   f.samples = st.expirations;

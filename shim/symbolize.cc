@@ -1,22 +1,15 @@
 // symbolize: the Session. Reports this process's modules to libdwfl from the
-// captured /proc/self/maps text, opens their ELF and debug files itself (never
-// over the network), describes the executable mappings, and caches each
-// address's frames, which symbolize_dwarf.cc finds inside one module.
+// captured /proc/self/maps text (symbolize_files.cc finds their files,
+// symbolize_image.cc reads their build IDs from memory), describes the
+// executable mappings, and caches each address's frames, which
+// symbolize_dwarf.cc finds inside one module.
 #include "symbolize.h"
 
 #include <dlfcn.h>
-#include <elf.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <sys/stat.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <memory>
 
 #include "procmaps.h"
@@ -34,6 +27,8 @@ const Dw& dw() { return g_dw; }
 
 using internal::dw;
 using internal::ModInfo;
+using internal::build_id_from_memory;
+using internal::hex;
 
 bool load_libdw(std::string* err) {
   if (internal::g_loaded) return true;
@@ -61,197 +56,6 @@ bool load_libdw(std::string* err) {
 
 namespace {
 
-// --- build IDs, read from this process's memory -----------------------------
-
-std::string build_id_in_notes(const char* p, uint64_t size, uint64_t align) {
-  auto padded = [align](uint64_t n) { return (n + align - 1) & ~(align - 1); };
-  while (size >= sizeof(Elf64_Nhdr)) {
-    Elf64_Nhdr nh;
-    std::memcpy(&nh, p, sizeof nh);
-    const uint64_t name_len = padded(nh.n_namesz), desc_len = padded(nh.n_descsz);
-    if (name_len + desc_len > size - sizeof nh) break;
-    const char* name = p + sizeof nh;
-    if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0)
-      return std::string(name + name_len, nh.n_descsz);
-    p += sizeof nh + name_len + desc_len;
-    size -= sizeof nh + name_len + desc_len;
-  }
-  return "";
-}
-
-// Copies [addr, addr + n) of this process's memory into buf. Through
-// process_vm_readv, which fails with EFAULT rather than faulting when another
-// thread has unmapped the range since the maps text was read (a dlclose
-// racing the stop); a plain copy only where the kernel refuses the call.
-bool read_memory(const std::vector<procmaps::Line>& lines, uint64_t addr, void* buf, size_t n) {
-  if (!procmaps::readable(lines, addr, n)) return false;
-  struct iovec local = {buf, n}, remote = {reinterpret_cast<void*>(addr), n};
-  ssize_t r = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
-  if (r == static_cast<ssize_t>(n)) return true;
-  if (r < 0 && (errno == ENOSYS || errno == EPERM)) {
-    std::memcpy(buf, reinterpret_cast<const void*>(addr), n);
-    return true;
-  }
-  return false;
-}
-
-// The NT_GNU_BUILD_ID of the ELF image whose file offset 0 is mapped at head.
-// Read from memory rather than from the file: what is mapped is what ran,
-// even when the file on disk has been replaced or deleted since.
-std::string build_id_from_memory(const std::vector<procmaps::Line>& lines,
-                                 const procmaps::Line& head) {
-  if (!head.readable() || head.offset != 0 || head.end - head.start < sizeof(Elf64_Ehdr)) return "";
-  Elf64_Ehdr eh;
-  if (!read_memory(lines, head.start, &eh, sizeof eh)) return "";
-  if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-      eh.e_phentsize != sizeof(Elf64_Phdr) ||
-      eh.e_phoff + uint64_t{eh.e_phnum} * sizeof(Elf64_Phdr) > head.end - head.start)
-    return "";
-  std::vector<Elf64_Phdr> ph(eh.e_phnum);
-  if (ph.empty() || !read_memory(lines, head.start + eh.e_phoff, ph.data(), ph.size() * sizeof ph[0]))
-    return "";
-  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  uint64_t bias = 0;
-  bool have_load = false;
-  for (const auto& p : ph)
-    if (p.p_type == PT_LOAD) {  // the loader maps it at the page holding p_vaddr
-      bias = head.start - (p.p_vaddr & ~(page - 1));
-      have_load = true;
-      break;
-    }
-  for (const auto& p : ph) {
-    if (!have_load || p.p_type != PT_NOTE || p.p_filesz > (1u << 16)) continue;
-    std::vector<char> notes(p.p_filesz);
-    if (notes.empty() || !read_memory(lines, bias + p.p_vaddr, notes.data(), notes.size())) continue;
-    std::string id = build_id_in_notes(notes.data(), notes.size(), p.p_align == 8 ? 8 : 4);
-    if (!id.empty()) return id;
-  }
-  return "";
-}
-
-std::string hex(const std::string& bytes) {
-  static const char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : bytes) {
-    out += kDigits[c >> 4];
-    out += kDigits[c & 15];
-  }
-  return out;
-}
-
-// --- finding files for libdwfl -------------------------------------------
-
-bool same_build_id(Elf* elf, const std::string& want) {
-  if (want.empty()) return true;  // nothing to check against
-  const void* p = nullptr;
-  ssize_t n = dw().dwelf_elf_gnu_build_id(elf, &p);
-  return n == static_cast<ssize_t>(want.size()) && std::memcmp(p, want.data(), n) == 0;
-}
-
-// The file behind a module: by its path; when maps says it was deleted (an
-// upgrade replaced it), through /proc/self/map_files, which still reaches the
-// mapped inode (opening it takes CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE;
-// without them the module just stays unnamed).
-int open_module_file(const ModInfo& mi, std::string* name) {
-  static const char kDeleted[] = " (deleted)";
-  const size_t n = sizeof kDeleted - 1;
-  const std::string& p = mi.path;
-  if (p.size() > n && p.compare(p.size() - n, n, kDeleted) == 0) {
-    char buf[80];
-    std::snprintf(buf, sizeof buf, "/proc/self/map_files/%llx-%llx",
-                  static_cast<unsigned long long>(mi.map_start),
-                  static_cast<unsigned long long>(mi.map_end));
-    *name = p.substr(0, p.size() - n);
-    return open(buf, O_RDONLY | O_CLOEXEC);
-  }
-  *name = p;
-  return open(p.c_str(), O_RDONLY | O_CLOEXEC);
-}
-
-// Dwfl_Callbacks.find_elf. A file is used only if its build ID is the one in
-// memory, so a binary rebuilt or replaced on disk never lends its names.
-int find_elf(Dwfl_Module*, void** userdata, const char*, Dwarf_Addr, char** file_name,
-             Elf** elfp) {
-  auto* mi = userdata ? static_cast<ModInfo*>(*userdata) : nullptr;
-  if (!mi) return -1;
-  if (mi->vdso) {  // the kernel's image: a copy, so libelf never sees it change
-    mi->image.assign(reinterpret_cast<const char*>(mi->low), reinterpret_cast<const char*>(mi->high));
-    *elfp = dw().elf_memory(mi->image.data(), mi->image.size());
-    return -1;
-  }
-  std::string name;
-  int fd = open_module_file(*mi, &name);
-  if (fd < 0) return -1;
-  struct stat st;
-  Elf* elf = nullptr;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) elf = dw().elf_begin(fd, ELF_C_READ_MMAP, nullptr);
-  if (!elf || !same_build_id(elf, mi->build_id)) {
-    if (elf) dw().elf_end(elf);
-    close(fd);
-    return -1;
-  }
-  *elfp = elf;
-  *file_name = strdup(name.c_str());
-  return fd;
-}
-
-// Opens dir/link if it is a debug file for this module: not the module's own
-// file under another name, and carrying the module's build ID.
-int open_debug_candidate(const std::string& path, const struct stat* main_st, const std::string& want) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  struct stat st;
-  bool ok = fstat(fd, &st) == 0 && !(main_st && st.st_ino == main_st->st_ino && st.st_dev == main_st->st_dev);
-  Elf* e = ok ? dw().elf_begin(fd, ELF_C_READ_MMAP, nullptr) : nullptr;
-  ok = e && same_build_id(e, want);
-  if (e) dw().elf_end(e);
-  if (ok) return fd;
-  close(fd);
-  return -1;
-}
-
-// Dwfl_Callbacks.find_debuginfo. Search order for a module's separate debug
-// file (debug info inside the binary itself wins over all: libdwfl looks
-// there before calling this):
-//   1. /usr/lib/debug/.build-id/xx/yyyy.debug, xx/yyyy being the build ID in
-//      hex (dwfl_build_id_find_debuginfo; it finds a dwz alt file by its ID);
-//   2. DIR/LINK, 3. DIR/.debug/LINK, 4. /usr/lib/debug/DIR/LINK, where DIR is
-//      the binary's directory and LINK its .gnu_debuglink name; a file found
-//      by name is used only if its build ID is the module's.
-// Not dwfl_standard_find_debuginfo: when nothing is found locally it asks
-// debuginfod, which loads libcurl and, with DEBUGINFOD_URLS set (Debian sets
-// it for login shells), downloads while the profiled process is stopping.
-int find_debuginfo(Dwfl_Module* mod, void** userdata, const char* modname, Dwarf_Addr base,
-                   const char* file_name, const char* link, GElf_Word crc, char** debug_name) {
-  int fd = dw().dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name, link, crc,
-                                             debug_name);
-  // crc == 0 is libdwfl asking for a dwz alt file, which has no debuglink.
-  if (fd >= 0 || !link || crc == 0 || !file_name || file_name[0] != '/') return fd;
-  const unsigned char* bits = nullptr;
-  GElf_Addr vaddr;
-  int n = dw().dwfl_module_build_id(mod, &bits, &vaddr);
-  if (n <= 0) return -1;  // nothing to tell a stale debug file from the right one
-  const std::string want(reinterpret_cast<const char*>(bits), n);
-  const std::string dir(file_name, std::strrchr(file_name, '/') - file_name);
-  struct stat main_st;
-  const bool have_main = stat(file_name, &main_st) == 0;
-  const std::string candidates[] = {dir + "/" + link, dir + "/.debug/" + link,
-                                    "/usr/lib/debug" + dir + "/" + link};
-  for (const auto& c : candidates) {
-    fd = open_debug_candidate(c, have_main ? &main_st : nullptr, want);
-    if (fd >= 0) {
-      *debug_name = strdup(c.c_str());
-      return fd;
-    }
-  }
-  return -1;
-}
-
-// The default path of libdwfl, spelled out: "" the binary's own directory,
-// ".debug" below it, and /usr/lib/debug (whose .build-id/ step 1 searches).
-char g_debuginfo_path[] = ":.debug:/usr/lib/debug";
-char* g_debuginfo_path_ptr = g_debuginfo_path;
-
 struct ExecRange {
   uint64_t start, end;
   int mapping;
@@ -275,7 +79,11 @@ struct Session::Impl {
   std::vector<procmaps::Line> lines;
   std::vector<int> module_of_line;  // index into mods, or -1
   std::vector<std::unique_ptr<ModInfo>> mods;
+  std::vector<const procmaps::Line*> heads;  // per module, its line at file offset 0 (or null)
+  std::string exe_path;
   std::vector<pprof::Mapping> mappings;
+  std::vector<int> module_of_mapping;  // index into mods, or -1
+  std::vector<Coverage> coverage;      // per mapping, of the addresses looked up
   std::vector<ExecRange> exec;  // sorted by start
   Dwfl_Callbacks callbacks{};
   Dwfl* dwfl = nullptr;
@@ -301,7 +109,6 @@ struct Session::Impl {
   int mapping_of(uint64_t pc) const;
   bool mapped_by_same_file(int live, const pprof::Mapping& was) const;
   Result resolve(uint64_t pc);
-  void note_found(const Result& r);
 };
 
 // Consecutive lines of one file (same device, inode and path) form one module,
@@ -335,6 +142,7 @@ void Session::Impl::find_modules() {
     if (!has_exec[m]) continue;
     if (head[m]) mods[m]->build_id = build_id_from_memory(lines, *head[m]);
     renumber[m] = static_cast<int>(kept);
+    heads.push_back(head[m]);
     mods[kept++] = std::move(mods[m]);
   }
   mods.resize(kept);
@@ -346,7 +154,7 @@ void Session::Impl::find_modules() {
 void Session::Impl::build_mappings() {
   char exe[PATH_MAX];
   ssize_t n = readlink("/proc/thread-self/exe", exe, sizeof exe - 1);
-  const std::string exe_path = n > 0 ? std::string(exe, n) : std::string();
+  exe_path = n > 0 ? std::string(exe, n) : std::string();
   std::vector<size_t> order;
   for (size_t i = 0; i < lines.size(); ++i)
     if (lines[i].executable()) order.push_back(i);
@@ -362,7 +170,9 @@ void Session::Impl::build_mappings() {
     if (module_of_line[i] >= 0) m.build_id = hex(mods[module_of_line[i]]->build_id);
     exec.push_back({l.start, l.end, static_cast<int>(mappings.size())});
     mappings.push_back(std::move(m));
+    module_of_mapping.push_back(module_of_line[i]);
   }
+  coverage.resize(mappings.size());
   std::sort(exec.begin(), exec.end(), [](const ExecRange& a, const ExecRange& b) { return a.start < b.start; });
 }
 
@@ -382,6 +192,8 @@ int Session::Impl::place(const pprof::Mapping& m) {
   pprof::Mapping copy = m;
   copy.has_functions = copy.has_filenames = copy.has_line_numbers = copy.has_inline_frames = false;
   mappings.push_back(std::move(copy));
+  module_of_mapping.push_back(-1);
+  coverage.emplace_back();
   const int id = static_cast<int>(mappings.size()) - 1;
   gone_exec.push_back({m.start, m.limit, id});
   return id;
@@ -407,10 +219,7 @@ void Session::Impl::add_unloaded() {
 void Session::Impl::open_dwfl() {
   std::string err;
   if (!load_libdw(&err)) return;
-  callbacks.find_elf = find_elf;
-  callbacks.find_debuginfo = find_debuginfo;
-  callbacks.section_address = dw().dwfl_offline_section_address;
-  callbacks.debuginfo_path = &g_debuginfo_path_ptr;
+  internal::fill_callbacks(&callbacks);
   dwfl = dw().dwfl_begin(&callbacks);
   if (!dwfl) return;
   dw().dwfl_report_begin(dwfl);
@@ -452,7 +261,6 @@ Result Session::Impl::resolve(uint64_t pc) {
       r.mapping = then.mapping >= 0 && static_cast<size_t>(then.mapping) < remap[g->second.rec].size()
                       ? remap[g->second.rec][then.mapping]
                       : -1;
-      if (r.mapping >= 0) note_found(r);
       return r;
     }
   }
@@ -467,21 +275,29 @@ Result Session::Impl::resolve(uint64_t pc) {
   void** userdata = nullptr;
   if (mod) dw().dwfl_module_info(mod, &userdata, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
   ModInfo* mi = userdata ? static_cast<ModInfo*>(*userdata) : nullptr;
-  if (!mi) return r;
-  internal::module_frames(mod, mi, pc, &names, &r.frames);
-  note_found(r);
+  if (mi) r.inlines_known = internal::module_frames(mod, mi, pc, &names, &r.frames);
   return r;
 }
 
-// has_* stay false unless some lookup really found that kind of information.
-void Session::Impl::note_found(const Result& r) {
-  pprof::Mapping& m = mappings[r.mapping];
-  if (!r.frames.empty()) m.has_functions = true;
-  if (r.frames.size() > 1) m.has_inline_frames = true;
+void Coverage::add(const Result& r) {
+  ++locations;
+  if (r.frames.empty()) return;
+  ++functions;
+  bool files = true, lines = true;
   for (const auto& f : r.frames) {
-    if (!f.file.empty()) m.has_filenames = true;
-    if (f.line > 0) m.has_line_numbers = true;
+    files = files && !f.file.empty();
+    lines = lines && f.line > 0;
   }
+  filenames += files;
+  line_numbers += lines;
+  inline_frames += r.inlines_known;
+}
+
+void Coverage::apply(pprof::Mapping* m) const {
+  m->has_functions = locations && functions == locations;
+  m->has_filenames = locations && filenames == locations;
+  m->has_line_numbers = locations && line_numbers == locations;
+  m->has_inline_frames = locations && inline_frames == locations;
 }
 
 Session::Session(const std::string& maps_text, bool with_unloaded) : impl_(new Impl) {
@@ -502,11 +318,26 @@ void Session::lookup(const std::vector<uint64_t>& addrs, std::vector<Result>* ou
   out->reserve(addrs.size());
   for (uint64_t a : addrs) {
     auto it = impl_->cache.find(a);
-    if (it == impl_->cache.end()) it = impl_->cache.emplace(a, impl_->resolve(a)).first;
+    if (it == impl_->cache.end()) {
+      it = impl_->cache.emplace(a, impl_->resolve(a)).first;
+      if (it->second.mapping >= 0) {
+        impl_->coverage[it->second.mapping].add(it->second);
+        impl_->coverage[it->second.mapping].apply(&impl_->mappings[it->second.mapping]);
+      }
+    }
     out->push_back(it->second);
   }
 }
 
 const std::vector<pprof::Mapping>& Session::mappings() const { return impl_->mappings; }
+
+std::vector<bool> Session::loaded_for_shim() const {
+  const std::vector<bool> own = internal::loaded_for_shim(
+      impl_->lines, impl_->heads, impl_->mods, reinterpret_cast<uint64_t>(&load_libdw), impl_->exe_path);
+  std::vector<bool> out(impl_->mappings.size(), false);
+  for (size_t i = 0; i < out.size(); ++i)
+    if (impl_->module_of_mapping[i] >= 0) out[i] = own[impl_->module_of_mapping[i]];
+  return out;
+}
 
 }  // namespace symbolize

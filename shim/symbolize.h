@@ -20,6 +20,16 @@ bool load_libdw(std::string* err);
 struct Result {
   int mapping = -1;                  // index into Session::mappings(), -1 if none
   std::vector<pprof::Frame> frames;  // innermost first; empty if unknown
+  bool inlines_known = false;        // found in DWARF: inlined calls, if any, are in frames
+};
+
+// What the locations of one mapping have. pprof reads a mapping's has_*
+// flags as "every location here has it" and then never symbolizes the
+// mapping itself, so a flag is set only when all of them do.
+struct Coverage {
+  uint64_t locations = 0, functions = 0, filenames = 0, line_numbers = 0, inline_frames = 0;
+  void add(const Result& r);
+  void apply(pprof::Mapping* m) const;  // sets the four has_* flags
 };
 
 class Session {
@@ -36,9 +46,15 @@ class Session {
   // addrs are already adjusted to lie inside the instruction (return
   // addresses minus one). out gets one Result per address, same order.
   void lookup(const std::vector<uint64_t>& addrs, std::vector<Result>* out);
-  // Executable mappings, the main executable first, with has_* flags true
-  // only where lookups really found names / files / lines / inlines.
+  // Executable mappings, the main executable first, each with has_* flags
+  // true only where every address looked up in it found names / files /
+  // lines / inlines.
   const std::vector<pprof::Mapping>& mappings() const;
+  // Per mapping: whether it is a library that is there only for the shim —
+  // the shim itself (unless it is the executable), libdw and libunwind, and
+  // what they and it need that nothing of the program needs (libelf, libz,
+  // liblzma, ...). A profile leaves these out unless a location lies in one.
+  std::vector<bool> loaded_for_shim() const;
   struct Impl;
  private:
   Impl* impl_;

@@ -1,8 +1,8 @@
 // symbolize_dwarf: the frames of one address inside one module — its function
 // from the ELF symbol table, then file, line and inlined calls from DWARF —
 // reading only the compile unit that holds the address and, within it, only
-// the function that holds it.
-#include <cxxabi.h>
+// the function that holds it. The walk of a unit also records the scopes
+// symbolize_names.cc qualifies names with.
 #include <gelf.h>
 
 #include <algorithm>
@@ -13,19 +13,6 @@
 
 namespace symbolize {
 namespace internal {
-
-const std::string& Names::demangle(const char* sys) {
-  auto it = cache_.find(sys);
-  if (it != cache_.end()) return it->second;
-  std::string out = sys;
-  if (sys[0] == '_' && sys[1] == 'Z') {
-    int status = 0;
-    char* d = abi::__cxa_demangle(sys, nullptr, nullptr, &status);
-    if (d && status == 0) out = d;
-    std::free(d);
-  }
-  return cache_.emplace(sys, std::move(out)).first->second;
-}
 
 namespace {
 
@@ -71,24 +58,26 @@ void load_symbols(Dwfl_Module* mod, ModInfo* mi) {
                  mi->syms.end());
 }
 
-// The symbol whose [start, end) holds pc. Symbols can nest (assembly), so a
-// few earlier starts are tried too; only a symbol that covers pc is returned.
-const FuncSym* find_symbol(const std::vector<FuncSym>& syms, uint64_t pc) {
-  auto it = std::upper_bound(syms.begin(), syms.end(), pc,
-                             [](uint64_t v, const FuncSym& s) { return v < s.start; });
-  for (int k = 0; k < 8 && it != syms.begin(); ++k) {
-    --it;
-    if (pc < it->end) return &*it;
-  }
-  return nullptr;
-}
-
 // A .symtab name may carry its symbol version ("realpath@@GLIBC_2.3"); that
 // is not part of the function's name, and it would defeat demangling.
 void name_from_symbol(const FuncSym& s, Names* names, pprof::Frame* f) {
   f->system_name.assign(s.name, std::strcspn(s.name, "@"));
   f->name = names->demangle(f->system_name.c_str());
 }
+
+}  // namespace
+
+const FuncSym* find_symbol(const std::vector<FuncSym>& syms, uint64_t pc) {
+  auto it = std::upper_bound(syms.begin(), syms.end(), pc,
+                             [](uint64_t v, const FuncSym& s) { return v < s.start; });
+  for (int k = 0; k < 8 && it != syms.begin(); ++k) {  // symbols can nest (assembly)
+    --it;
+    if (pc < it->end) return &*it;
+  }
+  return nullptr;
+}
+
+namespace {
 
 // --- DWARF ranges -----------------------------------------------------------------
 
@@ -151,37 +140,68 @@ bool find_cu(Dwfl_Module* mod, DwarfState* st, uint64_t pc, Dwarf_Die* cu) {
   return r != nullptr;
 }
 
-// Out-of-line function bodies: subprograms at CU level and those C++ nests in
-// namespaces and classes (inlined calls are found below them, per address).
-// On the way it notes each subprogram's enclosing scopes, to qualify names
-// that have no linkage name to demangle.
-void collect_functions(Dwarf_Die* parent, const std::string& scope, DwarfState* st,
-                       std::vector<PcRange>* out, int depth) {
+void note_outline(Dwarf_Die* fn, DwarfState* st) {
+  Dwarf_Addr entry;
+  if (!dw().dwarf_hasattr(fn, DW_AT_abstract_origin) || dw().dwarf_entrypc(fn, &entry) != 0) return;
+  st->outline_entry.emplace(root_origin(fn).addr, entry);
+}
+
+struct Walk {
+  DwarfState* st;
+  std::vector<PcRange>* funcs;  // the shallow walk's: out-of-line functions
+  bool bodies;                  // the deep walk: functions' bodies, and only what lies in them
+  bool scopes;                  // record scopes (C++ names need them; C's do not)
+};
+
+void walk(const Walk& w, Dwarf_Die* parent, const Dwarf_Die& scope, bool in_fn, int depth) {
   Dwarf_Die c;
-  if (depth > 32 || dw().dwarf_child(parent, &c) != 0) return;
+  if (depth > 48 || dw().dwarf_child(parent, &c) != 0) return;
+  const bool record = w.scopes && (!w.bodies || in_fn);
   do {
-    int tag = dw().dwarf_tag(&c);
+    const int tag = dw().dwarf_tag(&c);
     if (tag == DW_TAG_subprogram) {
-      add_ranges(&c, out);
-      if (!scope.empty()) st->scope_of.emplace(c.addr, scope);
-    } else if (tag == DW_TAG_namespace || tag == DW_TAG_class_type || tag == DW_TAG_structure_type ||
-               tag == DW_TAG_union_type || tag == DW_TAG_module) {
-      const char* name = dw().dwarf_diename(&c);
-      if (!name) name = tag == DW_TAG_namespace ? "(anonymous namespace)" : "{unnamed}";
-      collect_functions(&c, scope + name + "::", st, out, depth + 1);
+      if (record) w.st->scope_of.emplace(c.addr, scope);
+      if (!in_fn && w.funcs) {
+        add_ranges(&c, w.funcs);
+        if (w.scopes) note_outline(&c, w.st);
+      }
+      if (w.bodies) walk(w, &c, c, true, depth + 1);
+    } else if (tag == DW_TAG_namespace || tag == DW_TAG_module || is_type(tag)) {
+      if (record) {
+        w.st->scope_of.emplace(c.addr, scope);
+        if (is_type(tag) && !dw().dwarf_hasattr(&c, DW_AT_name)) w.st->unnamed_in[scope.addr].push_back(c);
+      }
+      if (tag != DW_TAG_enumeration_type) walk(w, &c, c, in_fn, depth + 1);
+    } else if (tag == DW_TAG_lexical_block && in_fn) {
+      walk(w, &c, scope, true, depth + 1);
+    } else if (tag == DW_TAG_typedef && record) {
+      // typedef struct {...} T: T is the type's name in C++ signatures.
+      Dwarf_Attribute a;
+      Dwarf_Die target;
+      if (dw().dwarf_formref_die(dw().dwarf_attr(&c, DW_AT_type, &a), &target) &&
+          is_type(dw().dwarf_tag(&target)) && !dw().dwarf_hasattr(&target, DW_AT_name))
+        w.st->scope_of.emplace(c.addr, scope);
     }
   } while (dw().dwarf_siblingof(&c, &c) == 0);
 }
 
+}  // namespace
+
+void walk_unit(Dwarf_Die* cu, bool bodies, DwarfState* st, std::vector<PcRange>* funcs) {
+  walk(Walk{st, funcs, bodies, is_cxx_unit(cu)}, cu, *cu, false, 0);
+}
+
 const std::vector<PcRange>& cu_functions(DwarfState* st, Dwarf_Die* cu) {
-  Dwarf_Off key = dw().dwarf_dieoffset(cu);
+  const void* key = cu->addr;
   auto it = st->funcs.find(key);
   if (it != st->funcs.end()) return it->second;
   std::vector<PcRange> v;
-  collect_functions(cu, std::string(), st, &v, 0);
+  walk_unit(cu, false, st, &v);
   sort_ranges(&v);
   return st->funcs.emplace(key, std::move(v)).first->second;
 }
+
+namespace {
 
 // --- the inline chain -------------------------------------------------------------
 
@@ -217,46 +237,13 @@ void inline_chain(const Dwarf_Die& fn, Dwarf_Addr pc, std::vector<Dwarf_Die>* ch
 
 // --- frames -----------------------------------------------------------------------
 
-// The DIE that carries die's DW_AT_name, following DW_AT_abstract_origin and
-// DW_AT_specification as dwarf_attr_integrate does, but keeping the DIE, not
-// just the attribute: its scope is what qualifies the name.
-bool named_die(Dwarf_Die* die, Dwarf_Die* out) {
-  *out = *die;
-  for (int hops = 0; hops < 8; ++hops) {
-    Dwarf_Attribute a;
-    if (dw().dwarf_attr(out, DW_AT_name, &a)) return true;
-    if (!dw().dwarf_attr(out, DW_AT_abstract_origin, &a) && !dw().dwarf_attr(out, DW_AT_specification, &a))
-      return false;
-    if (!dw().dwarf_formref_die(&a, out)) return false;
-  }
-  return false;
-}
-
-// A subprogram's or inlined call's name: the linkage (mangled) name, reached
-// through DW_AT_abstract_origin / DW_AT_specification, demangled; else
-// (C, extern "C", and C++ functions only ever inlined, for which GCC emits no
-// linkage name) DW_AT_name, qualified by its namespaces and classes when the
-// walk of its CU has seen them.
-void name_from_die(Dwarf_Die* die, DwarfState* st, Names* names, pprof::Frame* f) {
+// The line table's names are relative to the unit's compilation directory
+// when the compiler was given a relative path ("./ha.h", "src/x.c"): made
+// absolute here, or `pprof -list` looks for them in its own directory.
+std::string source_file(const char* s, Dwarf_Die* cu) {
   Dwarf_Attribute a;
-  const char* s = nullptr;
-  if (dw().dwarf_attr_integrate(die, DW_AT_linkage_name, &a) ||
-      dw().dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a))
-    s = dw().dwarf_formstring(&a);
-  if (s) {
-    f->system_name = s;
-    f->name = names->demangle(s);
-    return;
-  }
-  Dwarf_Die named;
-  s = named_die(die, &named) ? dw().dwarf_diename(&named) : nullptr;
-  if (!s) {
-    f->name = f->system_name = "??";
-    return;
-  }
-  auto it = st->scope_of.find(named.addr);
-  f->system_name = s;
-  f->name = it == st->scope_of.end() ? s : it->second + s;
+  const char* dir = s[0] == '/' ? nullptr : dw().dwarf_formstring(dw().dwarf_attr(cu, DW_AT_comp_dir, &a));
+  return join_path(dir ? dir : "", s);
 }
 
 void line_from_table(Dwarf_Die* cu, Dwarf_Addr pc, pprof::Frame* f) {
@@ -264,17 +251,18 @@ void line_from_table(Dwarf_Die* cu, Dwarf_Addr pc, pprof::Frame* f) {
   if (!l) return;
   int line = 0;
   if (dw().dwarf_lineno(l, &line) == 0 && line > 0) f->line = line;
-  if (const char* s = dw().dwarf_linesrc(l, nullptr, nullptr)) f->file = s;
+  if (const char* s = dw().dwarf_linesrc(l, nullptr, nullptr)) f->file = source_file(s, cu);
 }
 
 // Where the inlined call `inlined` was made, in the function that holds it.
-void line_from_call_site(Dwarf_Die* inlined, Dwarf_Files* files, size_t nfiles, pprof::Frame* f) {
+void line_from_call_site(Dwarf_Die* inlined, Dwarf_Die* cu, Dwarf_Files* files, size_t nfiles,
+                         pprof::Frame* f) {
   Dwarf_Attribute a;
   Dwarf_Word v;
   if (dw().dwarf_formudata(dw().dwarf_attr(inlined, DW_AT_call_line, &a), &v) == 0) f->line = v;
   if (files && dw().dwarf_formudata(dw().dwarf_attr(inlined, DW_AT_call_file, &a), &v) == 0 &&
       v < nfiles)
-    if (const char* s = dw().dwarf_filesrc(files, v, nullptr, nullptr)) f->file = s;
+    if (const char* s = dw().dwarf_filesrc(files, v, nullptr, nullptr)) f->file = source_file(s, cu);
 }
 
 // Frames innermost first: the innermost gets the line table's line, each
@@ -282,7 +270,7 @@ void line_from_call_site(Dwarf_Die* inlined, Dwarf_Files* files, size_t nfiles, 
 // named by its ELF symbol when there is one, as a profile of a binary
 // without DWARF would name it.
 void frames_from_chain(std::vector<Dwarf_Die>* chain, Dwarf_Die* cu, Dwarf_Addr pc, const FuncSym* sym,
-                       DwarfState* st, Names* names, std::vector<pprof::Frame>* out) {
+                       ModInfo* mi, Names* names, std::vector<pprof::Frame>* out) {
   Dwarf_Files* files = nullptr;
   size_t nfiles = 0;
   if (chain->size() > 1 && dw().dwarf_getsrcfiles(cu, &files, &nfiles) != 0) files = nullptr;
@@ -292,20 +280,34 @@ void frames_from_chain(std::vector<Dwarf_Die>* chain, Dwarf_Die* cu, Dwarf_Addr 
     if (i == 0 && sym)
       name_from_symbol(*sym, names, &f);
     else
-      name_from_die(die, st, names, &f);
+      name_from_die(die, mi, names, &f);
     int decl = 0;
     if (dw().dwarf_decl_line(die, &decl) == 0 && decl > 0) f.start_line = decl;
     if (i + 1 == chain->size())
       line_from_table(cu, pc, &f);
     else
-      line_from_call_site(&(*chain)[i + 1], files, nfiles, &f);
+      line_from_call_site(&(*chain)[i + 1], cu, files, nfiles, &f);
     out->push_back(std::move(f));
   }
 }
 
 }  // namespace
 
-void module_frames(Dwfl_Module* mod, ModInfo* mi, uint64_t pc, Names* names,
+std::string join_path(const std::string& dir, const std::string& file) {
+  const std::string whole = file.empty() || file[0] == '/' || dir.empty() ? file : dir + "/" + file;
+  std::string out;
+  size_t i = 0;
+  while (i < whole.size()) {
+    size_t j = whole.find('/', i);
+    if (j == std::string::npos) j = whole.size();
+    const std::string part = whole.substr(i, j - i);
+    if (!part.empty() && part != ".") out += (out.empty() && whole[0] != '/' ? "" : "/") + part;
+    i = j + 1;
+  }
+  return out.empty() && !whole.empty() && whole[0] == '/' ? "/" : out;
+}
+
+bool module_frames(Dwfl_Module* mod, ModInfo* mi, uint64_t pc, Names* names,
                    std::vector<pprof::Frame>* out) {
   if (!mi->syms_loaded) load_symbols(mod, mi);
   const FuncSym* sym = find_symbol(mi->syms, pc);
@@ -315,11 +317,15 @@ void module_frames(Dwfl_Module* mod, ModInfo* mi, uint64_t pc, Names* names,
   const Dwarf_Addr dpc = pc - mi->dwarf.bias;
   if (have_cu)
     if (const PcRange* fn = find_range(cu_functions(&mi->dwarf, &cu), dpc)) inline_chain(fn->die, dpc, &chain);
-  if (!chain.empty()) return frames_from_chain(&chain, &cu, dpc, sym, &mi->dwarf, names, out);
-  if (!sym) return;  // a line without a function name is not worth a frame
+  if (!chain.empty()) {
+    frames_from_chain(&chain, &cu, dpc, sym, mi, names, out);
+    return true;
+  }
+  if (!sym) return false;  // a line without a function name is not worth a frame
   out->emplace_back();
   name_from_symbol(*sym, names, &out->back());
   if (have_cu) line_from_table(&cu, dpc, &out->back());  // e.g. assembly: lines, no DIEs
+  return false;
 }
 
 }  // namespace internal

@@ -1,17 +1,21 @@
-// symbolize_internal: what symbolize.cc and symbolize_dwarf.cc share — the
-// table of libdw functions resolved with dlsym (the shim never links -ldw),
-// and the per-module state a Session builds lazily.
+// symbolize_internal: what the symbolizer's files share — the table of libdw
+// functions resolved with dlsym (the shim never links -ldw), the per-module
+// state a Session builds lazily, and each file's entry points.
 #pragma once
 #include <dwarf.h>
 #include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "pprof.h"
+#include "procmaps.h"
 
 namespace symbolize {
 namespace internal {
@@ -26,9 +30,10 @@ namespace internal {
   X(dwfl_build_id_find_debuginfo) X(dwfl_offline_section_address)                  \
   X(dwarf_tag) X(dwarf_child) X(dwarf_siblingof) X(dwarf_haspc) X(dwarf_ranges)    \
   X(dwarf_attr) X(dwarf_attr_integrate) X(dwarf_formref_die) X(dwarf_diename) X(dwarf_formstring) X(dwarf_formudata)     \
-  X(dwarf_decl_line) X(dwarf_dieoffset) X(dwarf_offdie) X(dwarf_nextcu)            \
+  X(dwarf_decl_line) X(dwarf_offdie) X(dwarf_nextcu)            \
   X(dwarf_getsrc_die) X(dwarf_lineno) X(dwarf_linesrc) X(dwarf_getsrcfiles)        \
-  X(dwarf_filesrc) X(dwelf_elf_gnu_build_id) X(elf_begin) X(elf_memory) X(elf_end)
+  X(dwarf_filesrc) X(dwarf_diecu) X(dwarf_srclang) X(dwarf_entrypc) X(dwarf_hasattr)  \
+  X(dwelf_elf_gnu_build_id) X(elf_begin) X(elf_memory) X(elf_end)
 
 struct Dw {
 #define PROFSHIM_DW_FIELD(f) decltype(&::f) f = nullptr;
@@ -45,17 +50,31 @@ struct PcRange {
   Dwarf_Die die;
 };
 
-// DWARF state of one module, filled on first use.
+// DWARF state of one module, filled on first use. DIEs are keyed by their
+// address in the section data (Dwarf_Die::addr), unique across the module's
+// debug file and its dwz alt file, where offsets are not.
 struct DwarfState {
   bool tried = false;
   Dwarf* dw = nullptr;
   Dwarf_Addr bias = 0;
   bool cus_indexed = false;
   std::vector<PcRange> cus;  // only when .debug_aranges did not answer
-  std::unordered_map<Dwarf_Off, std::vector<PcRange>> funcs;  // per CU offset
-  // "ns::Class::" for subprogram DIEs inside namespaces / classes of the CUs
-  // walked so far, keyed by the DIE's address in the section data.
-  std::unordered_map<const void*, std::string> scope_of;
+  std::unordered_map<const void*, std::vector<PcRange>> funcs;  // per unit
+  // For the units walked: the scope (unit, namespace, type or function) of
+  // each namespace, type and function DIE, lexical blocks skipped.
+  std::unordered_map<const void*, Dwarf_Die> scope_of;
+  // The units whose function bodies were walked too (for their local types).
+  std::unordered_set<const void*> bodies_walked;
+  // Unnamed types (lambda closures among them) of each scope, in DIE order:
+  // their number in that scope is part of their name.
+  std::unordered_map<const void*, std::vector<Dwarf_Die>> unnamed_in;
+  // An inlined function that also has an out-of-line copy: the abstract
+  // DIE -> the copy's entry (DWARF address), whose ELF symbol names it.
+  std::unordered_map<const void*, Dwarf_Addr> outline_entry;
+  // Name and system name of each function, keyed by its abstract DIE.
+  std::unordered_map<const void*, std::pair<std::string, std::string>> names;
+  // Each type spelled so far, as the demangler spells it.
+  std::unordered_map<const void*, std::string> type_names;
 };
 
 // A sized function symbol [start, end) in run-time addresses.
@@ -81,17 +100,82 @@ struct ModInfo {
 // Demangles once per distinct symbol.
 class Names {
  public:
-  // Demangled C++ name, or the input itself when it is not a mangled name.
+  // The function's name from a symbol: demangled C++, and without the
+  // suffix of a compiler's clone (".constprop.0", " [clone .isra.0]"): a
+  // clone is the same source function, and so are its inlined calls.
   const std::string& demangle(const char* system_name);
  private:
   std::unordered_map<std::string, std::string> cache_;
 };
 
+// --- symbolize_image.cc: a loaded image, read from memory ---
+
+// Copies [addr, addr + n) of this process's memory into buf; false if the
+// range is not readable in lines or was unmapped since they were read.
+bool read_memory(const std::vector<procmaps::Line>& lines, uint64_t addr, void* buf, size_t n);
+// The NT_GNU_BUILD_ID of the ELF image whose file offset 0 is mapped at head
+// (raw bytes; empty if none).
+std::string build_id_from_memory(const std::vector<procmaps::Line>& lines, const procmaps::Line& head);
+std::string hex(const std::string& bytes);
+struct Dynamic {
+  std::string soname;                // DT_SONAME, empty if none
+  std::vector<std::string> needed;   // DT_NEEDED, in order
+};
+// The dynamic section of that image; false if it has none readable.
+bool dynamic_from_memory(const std::vector<procmaps::Line>& lines, const procmaps::Line& head,
+                         Dynamic* out);
+
+// --- symbolize_own.cc ---
+
+// Per module (heads: each one's line at file offset 0, or null): whether it
+// is there only for the shim (Session::loaded_for_shim). self: an address in
+// the shim's code; exe_path: the executable's path as in maps.
+std::vector<bool> loaded_for_shim(const std::vector<procmaps::Line>& lines,
+                                  const std::vector<const procmaps::Line*>& heads,
+                                  const std::vector<std::unique_ptr<ModInfo>>& mods, uint64_t self,
+                                  const std::string& exe_path);
+
+// --- symbolize_files.cc: the files behind modules ---
+
+// find_elf / find_debuginfo / debuginfo_path for dwfl_begin: a module's
+// userdata is its ModInfo.
+void fill_callbacks(Dwfl_Callbacks* cb);
+
+// --- symbolize_names.cc: the names of functions known from DWARF ---
+
+// The name of the function of a subprogram or inlined-call DIE, as the
+// symbol table names it (name: demangled; system_name: as in the table), so
+// that a function has one name whether inlined or not. mi's symbols must be
+// loaded.
+void name_from_die(Dwarf_Die* die, ModInfo* mi, Names* names, pprof::Frame* f);
+// The abstract DIE an inlined call or out-of-line copy was made from.
+Dwarf_Die root_origin(Dwarf_Die* die);
+bool is_type(int tag);  // class, struct, union, enum
+bool is_cxx_unit(Dwarf_Die* cu);
+
+// --- symbolize_dwarf.cc ---
+
+// Walks the namespaces and types of a unit (and, with bodies, its functions'
+// bodies) recording scope_of, unnamed_in and outline_entry; out-of-line
+// functions' ranges go to *funcs when it is not null.
+void walk_unit(Dwarf_Die* cu, bool bodies, DwarfState* st, std::vector<PcRange>* funcs);
+// The symbol covering pc (run-time address), or null.
+const FuncSym* find_symbol(const std::vector<FuncSym>& syms, uint64_t pc);
+
+// The out-of-line functions of a unit, sorted; the unit is walked
+// (walk_unit, shallow) on first use.
+const std::vector<PcRange>& cu_functions(DwarfState* st, Dwarf_Die* cu);
+
+// dir/file with "." components and repeated slashes gone; file alone if it
+// is absolute or dir is empty. ".." stays: a symlink may stand before it.
+std::string join_path(const std::string& dir, const std::string& file);
+
 // Appends pc's frames, innermost first: the function from the ELF symbol
 // covering pc, file / line / inlined calls from DWARF where the module has
 // them. Appends nothing when no name for pc's function is known: a frame
-// with a wrong name is worse than none.
-void module_frames(Dwfl_Module* mod, ModInfo* mi, uint64_t pc, Names* names,
+// with a wrong name is worse than none. True when a DWARF function held pc,
+// so that its inlined calls, if any, are among the frames.
+bool module_frames(Dwfl_Module* mod, ModInfo* mi, uint64_t pc, Names* names,
                    std::vector<pprof::Frame>* out);
 
 }  // namespace internal

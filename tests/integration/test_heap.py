@@ -17,8 +17,10 @@ The truths come from the workload's stdout, not from this file.
 """
 
 import os
+import time
 
 from common import MiB, check, indent, pct, truths, within
+from profile_proto import RawProfile
 
 RATE = 32768
 
@@ -165,3 +167,70 @@ def test_heap_rate_one_samples_every_allocation(ctx):
                 bad.append("%-13s %-14s %8d, truth %8d" % (site, kind, got, want))
     check(not bad, "at PROFILE_HEAP_SAMPLE=1 every allocation is sampled and the estimates must be exact; "
           "wrong:\n%s\nper site:\n%s" % (indent("\n".join(bad)), _site_report(prof, list(t))))
+
+
+def _size_class(n):
+    """jemalloc 5.3's size class for a request of n bytes (4 KiB pages), by
+    the rule docs/DESIGN.md states under "The heap profile's numbers"."""
+    if n <= 8:
+        return 8
+    if n <= 128:
+        return (n + 15) // 16 * 16
+    step = 1 << ((n - 1).bit_length() - 3)
+    return (n + step - 1) // step * step
+
+
+def _check_size_classes(ctx, rate, sites):
+    r, d = ctx.profile(["heap_sizes"], PROFILE_HEAP_SAMPLE=rate)
+    t = truths(r)
+    path = _heap_file(d)
+    prof = ctx.read(path, r)
+    for site in sites:
+        want = t[site]
+        check(want["usable"] != want["requested"],
+              "%s: jemalloc served exactly the %d bytes asked; the test needs a size that is not a class" % (
+                  site, want["requested"]))
+        check(want["usable"] == _size_class(want["requested"]),
+              "%s: jemalloc served %d bytes for a request of %d; the rule in docs/DESIGN.md says %d" % (
+                  site, want["usable"], want["requested"], _size_class(want["requested"])))
+        got = prof.cum(site, "inuse_space")
+        check(got == want["count"] * want["usable"],
+              "%s (PROFILE_HEAP_SAMPLE=%d): inuse_space %d, want %d x %d = %d, the size class as documented "
+              "(requested: %d x %d)\n%s" % (
+                  site, rate, got, want["count"], want["usable"], want["count"] * want["usable"],
+                  want["count"], want["requested"], indent(ctx.top(path, "inuse_space"))))
+        check(prof.cum(site, "inuse_objects") == want["count"], "%s: inuse_objects %d, want %d" % (
+            site, prof.cum(site, "inuse_objects"), want["count"]))
+
+
+def test_heap_bytes_are_size_classes(ctx):
+    """malloc(100 MiB) and 1000 x malloc(100), every allocation sampled: the
+    profile gives exactly the documented size classes, 112 MiB and 1000 x
+    112 B (jemalloc's malloc_usable_size agrees), not the requests."""
+    _check_size_classes(ctx, 1, ["hold_100mib", "hold_100b"])
+
+
+def test_heap_100mib_at_the_default_rate(ctx):
+    """At the default 512 KiB the 100 MiB block is sampled with probability
+    1 - e^-224: the estimate is exactly its size class, 112 MiB."""
+    _check_size_classes(ctx, 524288, ["hold_100mib"])
+
+
+def test_heap_profile_time_is_the_dump(ctx):
+    """The heap profile describes the moment of its dump, as Go's do: its
+    time_nanos is at the stop (after the workload's 1 s sleep) and it has no
+    duration. The CPU profile keeps the run: its time is the start, its
+    duration the run."""
+    t0 = time.time_ns()
+    r, d = ctx.profile(["heap_sizes", "1.0"])
+    t1 = time.time_ns()
+    heap = RawProfile(_heap_file(d))
+    check(t0 + 900000000 <= heap.time_nanos <= t1,
+          "heap profile time_nanos %d is not the stop's moment: the run began at %d and ended at %d "
+          "(%.3f s after the start, want >= 0.9 s)" % (heap.time_nanos, t0, t1, (heap.time_nanos - t0) / 1e9))
+    check(heap.duration_nanos == 0, "the heap profile has duration_nanos %d; a heap profile is one "
+          "moment (Go's have none)" % heap.duration_nanos)
+    cpu = RawProfile(os.path.join(d, "run.cpu.pprof"))
+    check(t0 <= cpu.time_nanos <= t0 + 500000000 and cpu.duration_nanos >= 900000000,
+          "the CPU profile should start at the run's start (%d) and last the run: time_nanos %d, "
+          "duration %.3f s" % (t0, cpu.time_nanos, cpu.duration_nanos / 1e9))
