@@ -315,14 +315,43 @@ void stop(const char* how) {
   errno = saved;
 }
 
+namespace {
+struct FatalCall {
+  int sig;
+  siginfo_t* si;
+  void* uc;
+  bool deferred;
+};
+bool fatal_on_this_stack(int sig, siginfo_t* si, void* uc);
+void fatal_call(void* p) {
+  auto* c = static_cast<FatalCall*>(p);
+  c->deferred = fatal_on_this_stack(c->sig, c->si, c->uc);
+}
+}  // namespace
+
 bool stop_on_fatal(int sig, siginfo_t* si, void* uc) {
   if (g_state.load() == kInert || vfork_child()) return false;
-  bool fault = signals::synchronous_fault(sig, si);
   // A fault inside the stop itself ends the stop, not the process.
-  if (fault && recover::active()) recover::escape_from_fault(sig);
+  if (signals::synchronous_fault(sig, si) && recover::active()) recover::escape_from_fault(sig);
   // Another signal in this thread's own fatal stop, outside the stop's
   // recovery: nothing to wait for (it would be waiting for itself).
   if (t_stopping) return false;
+  // Everything from here runs on a stack of its own: the handler may be on
+  // the program's small alternate stack, and unwinding alone wants more.
+  FatalCall c = {sig, si, uc, false};
+  if (!stack::run_on_fresh(kStopStack, fatal_call, &c)) {
+    if (claim_stop(signal_name(sig))) {
+      finish::report_failure(ctx(), "out of memory (no stack for the stop)");
+      mark_done();
+    }
+    return false;
+  }
+  return c.deferred;
+}
+
+namespace {
+bool fatal_on_this_stack(int sig, siginfo_t* si, void* uc) {
+  bool fault = signals::synchronous_fault(sig, si);
   int state = g_state.load();
   if ((state == kRunning || state == kStopping) && unwind::interrupted_in_unsafe_code(uc)) {
     // Inside the allocator (or the loader, or the shim): its locks may be
@@ -343,14 +372,15 @@ bool stop_on_fatal(int sig, siginfo_t* si, void* uc) {
   }
   if (claim_stop(signal_name(sig))) {
     g_fatal_sig.store(sig);
-    if (!stack::run_on_fresh(kStopStack, fatal_stop_body, nullptr))
-      finish::report_failure(ctx(), "out of memory (no stack for the stop)");
+    fatal_stop_body(nullptr);
     mark_done();
     return false;
   }
   wait_done();
   return false;
 }
+
+}  // namespace
 
 void on_watchdog() {
   // On the thread of a fatal stop that ran past its bound, interrupting it

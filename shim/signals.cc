@@ -85,7 +85,10 @@ void view_of(const struct sigaction& k, uint8_t b, struct sigaction* out) {
                     ((b & kOnstack) ? SA_ONSTACK : 0) | ((b & kRestorer) ? SA_RESTORER : 0);
     if (!(b & kRestorer)) out->sa_restorer = nullptr;
   }
-  if (b & kMaskOurs) sigaddset(&out->sa_mask, sigmask::ours());
+  if (b & kMaskOurs)
+    sigaddset(&out->sa_mask, sigmask::ours());
+  else
+    sigdelset(&out->sa_mask, sigmask::ours());
 }
 
 bool in_range(int sig) { return sig > 0 && sig < NSIG; }
@@ -142,9 +145,17 @@ int on_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
     rc = install_ours(sig, act, &k);
   } else {
     after = bits_for(act, false);
-    if (after & kMaskOurs) {
+    // The kernel's sa_mask: never ours -- except for a handler that runs on
+    // the program's alternate stack, which is the program's to size (8 KiB
+    // is common): there the shim's signal waits until the handler returns
+    // rather than land on top of it.
+    bool onstack = (act->sa_flags & SA_ONSTACK) && act->sa_handler != SIG_DFL && act->sa_handler != SIG_IGN;
+    if (bool(after & kMaskOurs) != onstack) {
       struct sigaction copy = *act;
-      sigdelset(&copy.sa_mask, sigmask::ours());
+      if (onstack)
+        sigaddset(&copy.sa_mask, sigmask::ours());
+      else
+        sigdelset(&copy.sa_mask, sigmask::ours());
       rc = real::sigaction()(sig, &copy, &k);
     } else {
       rc = real::sigaction()(sig, act, &k);

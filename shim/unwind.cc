@@ -33,6 +33,7 @@ Api u;
 bool g_loaded;
 
 struct Range { uint64_t lo, hi; };
+constexpr uintptr_t kUnwindRoom = 32 << 10;  // libunwind's cursor and its DWARF state, with margin
 constexpr int kMaxRanges = 16;
 Range g_unsafe[kMaxRanges];
 int g_nunsafe;
@@ -96,10 +97,23 @@ bool load(std::string* err) {
 
 bool loaded() { return g_loaded; }
 
+// Whether this handler runs on the program's alternate signal stack with
+// little room left (a program's 8 KiB one, say): no unwinding there, only
+// the interrupted instruction. The kernel records in the handler's context
+// whether the interrupted code was on that stack already.
+bool cramped(void* uc) {
+  const stack_t& ss = static_cast<ucontext_t*>(uc)->uc_stack;
+  if (!(ss.ss_flags & SS_ONSTACK)) return false;
+  uintptr_t sp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  uintptr_t lo = reinterpret_cast<uintptr_t>(ss.ss_sp);
+  if (sp < lo || sp >= lo + ss.ss_size) return false;  // running elsewhere (a stack of the shim's)
+  return sp - lo < kUnwindRoom;
+}
+
 int from_signal(void* uc, uint64_t* frames, int max) {
   unw_cursor_t cur;
   int n = 0;
-  if (g_loaded && u.init_local2(&cur, static_cast<unw_context_t*>(uc), UNW_INIT_SIGNAL_FRAME) >= 0) {
+  if (g_loaded && !cramped(uc) && u.init_local2(&cur, static_cast<unw_context_t*>(uc), UNW_INIT_SIGNAL_FRAME) >= 0) {
     bool exact = true;  // the interrupted instruction itself
     do {
       unw_word_t ip = 0;
