@@ -53,6 +53,19 @@ std::string bad(const char* var, const char* val, const char* want) {
 
 }  // namespace
 
+std::string unknown_vars(const char* const* envp) {
+  std::string out;
+  for (const char* const* e = envp; e && *e; ++e) {
+    if (std::strncmp(*e, "PROFILE_", 8) != 0) continue;
+    const char* eq = std::strchr(*e, '=');
+    std::string name(*e, eq ? size_t(eq - *e) : std::strlen(*e));
+    bool known = false;
+    for (const Var& v : kVars) known = known || name == v.name;
+    if (!known) out += (out.empty() ? "" : ", ") + name;
+  }
+  return out;
+}
+
 const Var* vars(int* n) {
   *n = int(sizeof kVars / sizeof kVars[0]);
   return kVars;

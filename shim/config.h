@@ -32,6 +32,10 @@ std::string slug(const std::string& in);
 // in log space, ties up (docs/CONFIG.md).
 unsigned lg_for_sample(uint64_t bytes);
 
+// The PROFILE_* names in envp that are not ours (a misspelling such as
+// PROFILE_CPU_HERTZ), comma-separated; "" if none.
+std::string unknown_vars(const char* const* envp);
+
 // One row per variable, for scripts/profshim --help and docs/ checks.
 struct Var { const char* name; const char* def; const char* help; };
 const Var* vars(int* n);

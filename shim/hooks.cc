@@ -12,7 +12,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <elf.h>
+#include <link.h>
+
+#include <string>
+
+#include "errline.h"
 #include "heap.h"
+#include "image.h"
 #include "lifecycle.h"
 #include "real.h"
 #include "sigmask.h"
@@ -48,49 +55,99 @@ PROFSHIM_WRAPPER void* thread_start(void* p) {
   return s.fn(s.arg);
 }
 
-// The old image's profiles before the exec; profiling resumes if it fails.
-// A shell searching PATH calls execve once per directory: a path that is not
-// an executable file fails without a stop (the stop costs tens of ms).
-template <typename Check, typename Call>
-int around_exec(Check runnable_now, char* const envp[], Call call) {
-  if (!lifecycle::profiling() || !runnable_now()) return call(envp);
-  char* const* env = lifecycle::before_exec(envp);
-  int rc = call(env);
-  int saved = errno;
-  lifecycle::exec_failed(envp, env);
-  errno = saved;
-  return rc;
-}
-
 bool runnable(int dirfd, const char* path) {
   struct stat st;
   return path && faccessat(dirfd, path, X_OK, AT_EACCESS) == 0 && fstatat(dirfd, path, &st, 0) == 0 &&
          S_ISREG(st.st_mode);
 }
 
-// Whether execvp's search (glibc's: PATH, else /bin:/usr/bin; an empty
-// entry is the current directory) would find something to run: a command
-// that is nowhere fails as it does without the shim, with no stop.
-bool found_in_path(const char* file) {
-  if (!file || !*file) return false;
-  if (strchr(file, '/')) return runnable(AT_FDCWD, file);
+// What an exec would run: `path` when it is an executable file (a shell
+// searching PATH calls execve once per directory, and a path that is not one
+// fails without a stop: the stop costs milliseconds), else "".
+struct Target {
+  bool found = false;
+  char path[4096] = "";  // "" when only a descriptor names it
+};
+
+Target at(int dirfd, const char* path) {
+  Target t;
+  t.found = runnable(dirfd, path);
+  if (t.found && dirfd == AT_FDCWD && strlen(path) < sizeof t.path) strcpy(t.path, path);
+  return t;
+}
+
+Target by_descriptor() {
+  Target t;
+  t.found = true;
+  return t;
+}
+
+// What execvp's search finds (glibc's: PATH, else /bin:/usr/bin; an empty
+// entry is the current directory): a command that is nowhere fails as it
+// does without the shim, with no stop.
+Target in_path(const char* file) {
+  if (!file || !*file) return Target();
+  if (strchr(file, '/')) return at(AT_FDCWD, file);
   const char* path = getenv("PATH");
   if (!path) path = "/bin:/usr/bin";
   size_t flen = strlen(file);
+  Target t;
   for (const char* p = path;; ++p) {
     const char* end = strchrnul(p, ':');
     size_t dlen = size_t(end - p);
-    char buf[4096];
-    if (dlen + flen + 2 <= sizeof buf) {
-      memcpy(buf, p, dlen);
+    if (dlen + flen + 2 <= sizeof t.path) {
+      memcpy(t.path, p, dlen);
       size_t n = dlen;
-      if (n) buf[n++] = '/';
-      memcpy(buf + n, file, flen + 1);
-      if (runnable(AT_FDCWD, buf)) return true;
+      if (n) t.path[n++] = '/';
+      memcpy(t.path + n, file, flen + 1);
+      if (runnable(AT_FDCWD, t.path)) {
+        t.found = true;
+        return t;
+      }
     }
-    if (!*end) return false;
+    if (!*end) return Target();
     p = end;
   }
+}
+
+// An ELF executable with no interpreter: LD_PRELOAD cannot reach it.
+bool statically_linked(const char* path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return false;
+  ElfW(Ehdr) eh;
+  bool is_static = false;
+  if (pread(fd, &eh, sizeof eh, 0) == ssize_t(sizeof eh) && memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
+      eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_phentsize == sizeof(ElfW(Phdr)) && eh.e_phnum < 256) {
+    ElfW(Phdr) ph[256];
+    size_t bytes = sizeof(ElfW(Phdr)) * eh.e_phnum;
+    if (pread(fd, ph, bytes, off_t(eh.e_phoff)) == ssize_t(bytes)) {
+      is_static = true;
+      for (int i = 0; i < eh.e_phnum; ++i) is_static = is_static && ph[i].p_type != PT_INTERP;
+    }
+  }
+  close(fd);
+  return is_static;
+}
+
+// The old image's profiles before the exec; profiling resumes if it fails.
+template <typename Find, typename Call>
+int around_exec(Find target_now, char* const envp[], Call call) {
+  if (!lifecycle::profiling()) return call(envp);
+  Target t = target_now();
+  if (!t.found) return call(envp);
+  char* const* env = lifecycle::before_exec(envp);
+  // A profiled environment handed to a program the shim cannot enter would
+  // leave nothing, silently: one line says so.
+  if (t.path[0] && image::env_profiles(envp) && statically_linked(t.path)) {
+    std::string msg = std::string("error: ") + t.path +
+                      " is statically linked: LD_PRELOAD cannot reach it, so its image is not profiled";
+    errline::line(msg.c_str());
+  }
+  int rc = call(env);
+  int saved = errno;
+  lifecycle::exec_failed(envp, env);
+  errno = saved;
+  return rc;
 }
 
 // execl's variadic arguments as an argv (the list ends with a null).
@@ -163,27 +220,29 @@ EXPORT void _Exit(int status) noexcept {
 // --- exec ------------------------------------------------------------------
 
 EXPORT int execve(const char* path, char* const argv[], char* const envp[]) noexcept {
-  return around_exec([&] { return runnable(AT_FDCWD, path); }, envp,
+  return around_exec([&] { return at(AT_FDCWD, path); }, envp,
                      [&](char* const* env) { return real::execve()(path, argv, env); });
 }
 
 EXPORT int execv(const char* path, char* const argv[]) noexcept {
-  return around_exec([&] { return runnable(AT_FDCWD, path); }, environ,
+  return around_exec([&] { return at(AT_FDCWD, path); }, environ,
                      [&](char* const* env) { return real::execve()(path, argv, env); });
 }
 
 EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) noexcept {
-  return around_exec([&] { return found_in_path(file); }, envp,
+  return around_exec([&] { return in_path(file); }, envp,
                      [&](char* const* env) { return real::execvpe()(file, argv, env); });
 }
 
 EXPORT int execvp(const char* file, char* const argv[]) noexcept {
-  return around_exec([&] { return found_in_path(file); }, environ,
+  return around_exec([&] { return in_path(file); }, environ,
                      [&](char* const* env) { return real::execvpe()(file, argv, env); });
 }
 
 EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) noexcept {
-  return around_exec([] { return true; }, envp, [&](char* const* env) { return real::fexecve()(fd, argv, env); });
+  // Its file is the descriptor's: no path to look into, but something to run.
+  return around_exec(by_descriptor, envp,
+                     [&](char* const* env) { return real::fexecve()(fd, argv, env); });
 }
 
 EXPORT int execveat(int dirfd, const char* path, char* const argv[], char* const envp[], int flags) noexcept {
@@ -191,7 +250,7 @@ EXPORT int execveat(int dirfd, const char* path, char* const argv[], char* const
     errno = ENOSYS;
     return -1;
   }
-  return around_exec([&] { return (flags & AT_EMPTY_PATH) || runnable(dirfd, path); }, envp,
+  return around_exec([&] { return (flags & AT_EMPTY_PATH) ? by_descriptor() : at(dirfd, path); }, envp,
                      [&](char* const* env) { return real::execveat()(dirfd, path, argv, env, flags); });
 }
 

@@ -25,6 +25,7 @@
 #include "real.h"
 #include "recover.h"
 #include "sampler.h"
+#include "session_env.h"
 #include "sigmask.h"
 #include "signals.h"
 #include "stack.h"
@@ -269,7 +270,12 @@ void setup(void*) {
     cfg().dir = abs;
     free(abs);
   }
+  session_env::pass_on_absolute(cfg().dir);
   image::setup(&cfg(), raw_getpid());
+  // A misspelt variable would be ignored in silence: named once, by the root.
+  std::string unknown = config::unknown_vars(environ);
+  if (!unknown.empty() && image::root())
+    errline::line(("warning: not a profshim variable, ignored: " + unknown + " (see docs/CONFIG.md)").c_str());
   finish::Context& c = ctx();
   c.cfg = &cfg();
   seconds_text(cfg().stop_timeout_ms, c.timeout_text, sizeof c.timeout_text);

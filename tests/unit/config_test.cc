@@ -93,3 +93,11 @@ TEST(heap_rate_rounds_to_nearest_power_of_two) {
   CHECK_EQ(config::lg_for_sample(370000), 18u);   // log2 = 18.50 - a hair
   CHECK_EQ(config::lg_for_sample(1), 0u);
 }
+
+TEST(unknown_profile_variables_are_named) {
+  const char* env[] = {"PATH=/bin", "PROFILE_DIR=/tmp/p", "PROFILE_CPU_HERTZ=1000", "PROFILE_NAME=x",
+                       "PROFILE_HEAP=1", "PROFILER=y", "XPROFILE_A=1", nullptr};
+  CHECK_EQ(config::unknown_vars(env), std::string("PROFILE_CPU_HERTZ, PROFILE_HEAP"));
+  const char* clean[] = {"PROFILE_DIR=/tmp/p", "PROFILE_STOP_TIMEOUT=2", nullptr};
+  CHECK_EQ(config::unknown_vars(clean), std::string());
+}
