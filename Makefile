@@ -17,18 +17,18 @@ SHIM_SRCS := $(wildcard shim/*.cc)
 SHIM_OBJS := $(patsubst shim/%.cc,$(BUILD)/shim/%.o,$(SHIM_SRCS))
 
 # The allocator lives inside the shim (a preloaded object's own dependencies
-# come after libc in lookup, so -ljemalloc would not serve malloc). libunwind
-# and libdw are dlopen()ed RTLD_LOCAL only when profiling is active, so their
-# symbols never bind for the host; jemalloc's _Unwind_Backtrace binds to
-# libgcc_s (docs/DESIGN.md).
+# come after libc in lookup, so -ljemalloc would not serve malloc). libdw is
+# dlopen()ed RTLD_LOCAL only when profiling is active, so its symbols never
+# bind for the host; jemalloc's _Unwind_Backtrace, and the sampler's, bind
+# to libgcc's unwinder (docs/DESIGN.md).
 # -z now: every symbol the shim's signal handlers reach is bound at load,
 # never lazily inside a handler (the lazy resolver saves the whole vector
 # state on whatever stack the handler runs on).
 SHIM_LDFLAGS := -shared -Wl,--version-script=shim/exports.map \
                 -Wl,-z,nodelete -Wl,-z,now -Wl,--no-undefined \
-                -static-libstdc++ -Wl,--as-needed
+                -static-libstdc++ -static-libgcc -Wl,--as-needed
 SHIM_LDLIBS  := -Wl,--whole-archive $(BUILD)/jemalloc_pic.a -Wl,--no-whole-archive \
-                -lgcc_s -lz -ldl -lpthread -lm
+                -lz -ldl -lpthread -lm
 
 .PHONY: all deps test unit integration demo bench bench-smoke clean install
 

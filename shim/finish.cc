@@ -21,7 +21,7 @@
 #include "summary.h"
 #include "symbolize.h"
 #include "sys.h"
-#include "unwind.h"
+#include "stackwalk.h"
 #include "wrappers.h"
 
 namespace finish {
@@ -76,7 +76,7 @@ void add_cpu(const sampler::Stack& st, void* arg) {
   auto* a = static_cast<std::pair<const Self*, std::vector<RawSample>*>*>(arg);
   RawSample r;
   for (uint32_t i = 0; i < st.depth; ++i) {
-    uint64_t addr = unwind::lookup_addr(st.pcs[i]);
+    uint64_t addr = stackwalk::lookup_addr(st.pcs[i]);
     if (!a->first->shim_own(addr)) r.addrs.push_back(addr);
   }
   if (r.addrs.empty()) return;  // all the shim's (its own threads are not sampled)

@@ -11,7 +11,7 @@
 
 #include "own_signal.h"
 #include "sys.h"
-#include "unwind.h"
+#include "stackwalk.h"
 
 namespace freeze {
 namespace {
@@ -153,7 +153,7 @@ Result others(uint64_t deadline_ns, uint64_t park_until_ns) {
 }
 
 void on_request(void* uc) {
-  if (unwind::interrupted_in_unsafe_code(uc)) return;  // asked again in a moment
+  if (stackwalk::interrupted_in_unsafe_code(uc)) return;  // asked again in a moment
   uint32_t i = g.nfrozen.fetch_add(1, std::memory_order_acq_rel);
   if (i < kMaxFrozen) g.frozen[i].store(int32_t(sys::gettid()), std::memory_order_release);
   for (;;) {

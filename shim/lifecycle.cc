@@ -31,7 +31,7 @@
 #include "stack.h"
 #include "symbolize.h"
 #include "sys.h"
-#include "unwind.h"
+#include "stackwalk.h"
 
 namespace lifecycle {
 namespace {
@@ -187,7 +187,7 @@ void begin_image() {
 // if none can be started, here on a fresh stack), waited for with a bound.
 void normal_stop(const char* how) {
   if (claim_stop(how)) {
-    if (unwind::inside_handler_over_unsafe_code()) {
+    if (stackwalk::inside_handler_over_unsafe_code()) {
       // The program's signal handler interrupted its own malloc and called
       // exit(): the allocator's state on this thread is half-changed, and
       // the stop allocates. No profile rather than a hang.
@@ -280,8 +280,8 @@ void setup(void*) {
   c.cfg = &cfg();
   seconds_text(cfg().stop_timeout_ms, c.timeout_text, sizeof c.timeout_text);
   begin_image();
-  if (!unwind::load(&err)) fail(err);
-  unwind::note_unsafe_code();
+  stackwalk::prime();
+  stackwalk::note_unsafe_code();
   if (!symbolize::load_libdw(&err)) fail(err);
   if (cfg().heap_sample) {
     if (!heap::available(&err) || !heap::start(cfg().heap_lg_sample, &err)) fail(err);
@@ -359,7 +359,7 @@ namespace {
 bool fatal_on_this_stack(int sig, siginfo_t* si, void* uc) {
   bool fault = signals::synchronous_fault(sig, si);
   int state = g_state.load();
-  if ((state == kRunning || state == kStopping) && unwind::interrupted_in_unsafe_code(uc)) {
+  if ((state == kRunning || state == kStopping) && stackwalk::interrupted_in_unsafe_code(uc)) {
     // Inside the allocator (or the loader, or the shim): its locks may be
     // held by this very thread, and a stop -- ours, or one under way on
     // another thread -- needs them. A sent signal is taken again in a
@@ -463,6 +463,7 @@ void thread_creating() { g_threads.fetch_add(1); }
 void thread_create_failed() { g_threads.fetch_sub(1); }
 
 void thread_started(bool creator_view, void* start_fn) {
+  stackwalk::note_thread_stack();
   void* alt = signals::ensure_altstack();
   pthread_setspecific(g_thread_key, alt ? alt : reinterpret_cast<void*>(1));
   sigmask::thread_begin(creator_view);

@@ -17,7 +17,7 @@
 
 #include "own_signal.h"
 #include "sys.h"
-#include "unwind.h"
+#include "stackwalk.h"
 
 namespace sampler {
 namespace {
@@ -160,7 +160,7 @@ void credit(Slot* s, uint64_t cpu_now) {
     e.count.fetch_add(missing, std::memory_order_relaxed);
     e.nanos.fetch_add(missing * g.period_ns, std::memory_order_relaxed);
   } else if (s->start_fn) {
-    uint64_t pc = s->start_fn | unwind::kExact;
+    uint64_t pc = s->start_fn | stackwalk::kExact;
     s->last = add(&pc, 1, s->tid.load(), s->serial, missing);
   } else {
     drop(missing * g.period_ns);
@@ -354,7 +354,7 @@ void on_timer(siginfo_t* si, void* uc) {
       s->tid.load(std::memory_order_acquire) == tid) {
     uint64_t n = 1 + uint64_t(si->si_overrun > 0 ? si->si_overrun : 0);
     uint64_t pcs[kMaxDepth];
-    int depth = unwind::from_signal(uc, pcs, kMaxDepth);
+    int depth = stackwalk::from_signal(uc, pcs, kMaxDepth);
     s->delivered += n;
     // A thread the shim did not start has no exit destructor to record its
     // name: its name as of its latest sample (one system call).
@@ -382,7 +382,7 @@ void on_lost_timer(const siginfo_t* si) {
 }
 
 bool start(uint32_t hz, std::string* err) {
-  if (!map_tables(err) || !unwind::load(err)) return false;
+  if (!map_tables(err)) return false;
   g.period_ns = 1000000000ull / hz;
   if (pthread_key_create(&g.key, on_thread_exit) != 0) {
     *err = "cannot create a thread key for the CPU timers";

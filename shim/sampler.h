@@ -36,8 +36,8 @@ void thread_begin(void* start_fn);
 // Disable, delete all timers, wait for handlers in flight (<= 100 ms),
 // credit every live thread's last expirations.
 void stop();
-// Around fork (pthread_atfork prepare / parent): no handler may be inside
-// libunwind, whose cache lock a child would inherit held.
+// Around fork (pthread_atfork prepare / parent): no handler of ours may be
+// mid-walk on another thread while the child's memory is copied.
 void quiesce_for_fork();
 void resume_after_fork_in_parent();
 // In a fork child: fresh tables and a timer for the one thread there is
@@ -54,7 +54,7 @@ void on_timer(siginfo_t* si, void* ucontext);
 void on_lost_timer(const siginfo_t* si);
 
 struct Stack {
-  const uint64_t* pcs;  // leaf first, as unwind.h records them (kExact marks
+  const uint64_t* pcs;  // leaf first, as stackwalk.h records them (kExact marks
   uint32_t depth;       // interrupted instructions; the rest are returns)
   int32_t tid;
   uint32_t serial;      // the thread's own number, never reused (tids are)

@@ -55,7 +55,7 @@ void before_exec();
 void after_failed_exec();
 
 // The shim's own code on this thread (its signal handlers, its threads):
-// mask calls made there -- libunwind's, libdw's -- pass straight through.
+// mask calls made there (libdw's, say) pass straight through.
 struct Internal {
   Internal();
   ~Internal();

@@ -51,7 +51,7 @@ class Session {
   // lines / inlines.
   const std::vector<pprof::Mapping>& mappings() const;
   // Per mapping: whether it is a library that is there only for the shim —
-  // the shim itself (unless it is the executable), libdw and libunwind, and
+  // the shim itself (unless it is the executable), libdw, and
   // what they and it need that nothing of the program needs (libelf, libz,
   // liblzma, ...). A profile leaves these out unless a location lies in one.
   std::vector<bool> loaded_for_shim() const;

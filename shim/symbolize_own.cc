@@ -1,5 +1,5 @@
 // symbolize_own: which of the process's modules are there only for the shim.
-// The shim itself, and libdw and libunwind which it dlopen()s, bring libelf,
+// The shim itself, and libdw which it dlopen()s, bring libelf,
 // libz, liblzma, libbz2, libgcc_s, libm: none of it is the program's, and a
 // profile that lists it among the program's mappings says something untrue.
 // What is the program's is what its roots need, transitively (DT_NEEDED,
@@ -15,7 +15,7 @@ namespace internal {
 namespace {
 
 // What the shim dlopen()s for itself (symbolize.cc, sampler.cc).
-const char* const kShimLoads[] = {"libdw.so.1", "libunwind.so.8"};
+const char* const kShimLoads[] = {"libdw.so.1"};
 
 std::string base_name(const std::string& path) {
   size_t k = path.rfind('/');

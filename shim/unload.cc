@@ -21,7 +21,7 @@
 #include "procmaps.h"
 #include "sampler.h"
 #include "sys.h"
-#include "unwind.h"
+#include "stackwalk.h"
 
 // sampler.o and heap.o are not linked into the unit tests (the Makefile's
 // CORE_OBJS), which link this file: referenced weakly, they are null there
@@ -151,7 +151,7 @@ struct Collect {
 void collect_new(const sampler::Stack& st, void* arg) {
   auto* c = static_cast<Collect*>(arg);
   for (uint32_t i = 0; i < st.depth; ++i) {
-    uint64_t a = unwind::lookup_addr(st.pcs[i]);
+    uint64_t a = stackwalk::lookup_addr(st.pcs[i]);
     auto it = std::upper_bound(c->ranges->begin(), c->ranges->end(), std::make_pair(a, ~uint64_t(0)));
     if (it != c->ranges->begin() && a < (--it)->second) c->out->insert(a);
   }

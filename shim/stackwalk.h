@@ -1,17 +1,19 @@
-// unwind: libunwind, loaded with dlopen(RTLD_LOCAL) when profiling starts,
-// and the walks of a thread's stack that the shim needs: the sampler's (from
-// the context a signal interrupted) and the stop's safety checks (is this
-// thread inside code whose locks the stop would need?).
+// stackwalk: the walks of a thread's stack that the shim needs: the sampler's
+// (from the context a signal interrupted) and the stop's safety checks (is
+// this thread inside code whose locks the stop would need?). With libgcc's
+// unwinder (_Unwind_Backtrace), which finds each frame's unwind information
+// through glibc's _dl_find_object: lock-free and async-signal-safe (glibc
+// 2.35+), and sharing no state with a program's own libunwind (whose
+// caches' mutex a sampling signal could find held on its own thread).
 //
-// Signal-safe once load() has returned: libunwind runs with no cache, so a
-// step takes no lock of libunwind's (its caches' mutex would deadlock a
-// handler that interrupted a thread holding it; its per-thread cache is a
-// __thread block glibc mallocs on first use), and nothing here allocates.
+// Signal-safe once prime() has run, and nothing here allocates. (libgcc
+// takes a mutex only for frames registered with __register_frame_info, which
+// JIT compilers use; a program doing that may have a sample wait on it.)
 #pragma once
 #include <stdint.h>
 #include <string>
 
-namespace unwind {
+namespace stackwalk {
 
 // Marks a frame whose address is an interrupted instruction (the leaf of a
 // signal's context, or the frame a signal trampoline interrupted), not a
@@ -21,14 +23,18 @@ inline uint64_t pc_of(uint64_t frame) { return frame & ~kExact; }
 // The address to symbolize for a recorded frame: inside the instruction.
 inline uint64_t lookup_addr(uint64_t frame) { return (frame & kExact) ? pc_of(frame) : frame - 1; }
 
-// dlopen()s libunwind; false with *err if it is not usable.
-bool load(std::string* err);
-bool loaded();
+// At setup: the unwinder's one-time set-up done outside any handler, and
+// the calling thread's stack bounds noted.
+void prime();
+// In a thread's first instruction: its stack's bounds, so a handler near
+// the bottom of a small stack takes the interrupted instruction only.
+void note_thread_stack();
 
 // The stack of the context a signal handler received (its ucontext): frames
 // leaf first, the leaf and every frame a signal trampoline interrupted
 // marked kExact, the trampolines themselves left out. At least one frame
-// (the interrupted instruction) even when libunwind cannot step.
+// (the interrupted instruction) even when the unwinder cannot step or there
+// is no room for it.
 int from_signal(void* ucontext, uint64_t* frames, int max);
 
 // Address ranges of code that holds locks the stop needs: the shim itself
@@ -42,4 +48,4 @@ bool interrupted_in_unsafe_code(void* ucontext);
 // such code (a program's handler that calls exit(), say).
 bool inside_handler_over_unsafe_code();
 
-}  // namespace unwind
+}  // namespace stackwalk

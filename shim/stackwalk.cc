@@ -1,0 +1,187 @@
+// stackwalk: the shim's stack walks with libgcc's unwinder; see stackwalk.h.
+#include "stackwalk.h"
+
+#include <link.h>
+#include <pthread.h>
+#include <signal.h>
+#include <ucontext.h>
+#include <unwind.h>
+
+#include "wrappers.h"
+
+extern "C" void* __tls_get_addr(void*);  // the dynamic loader's: a probe for its address range
+
+namespace stackwalk {
+namespace {
+
+struct Range { uint64_t lo, hi; };
+constexpr int kMaxRanges = 16;
+Range g_unsafe[kMaxRanges];
+int g_nunsafe;
+// Stack the unwinder wants below the handler: its contexts and frame state
+// (~4 KiB), with margin.
+constexpr uintptr_t kUnwindRoom = 16 << 10;
+__thread uintptr_t t_stack_lo;  // the thread's usable stack [lo, hi), 0 if unknown
+__thread uintptr_t t_stack_hi;
+
+uint64_t interrupted_pc(void* uc) {
+  return uint64_t(static_cast<ucontext_t*>(uc)->uc_mcontext.gregs[REG_RIP]);
+}
+
+// Collects the executable segments of the objects that contain the probes.
+int collect_ranges(struct dl_phdr_info* info, size_t, void* arg) {
+  const uint64_t* probes = static_cast<const uint64_t*>(arg);
+  bool hit = false;
+  for (int i = 0; i < info->dlpi_phnum && !hit; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    uint64_t lo = info->dlpi_addr + ph.p_vaddr, hi = lo + ph.p_memsz;
+    if (ph.p_type == PT_LOAD && ((probes[0] >= lo && probes[0] < hi) || (probes[1] >= lo && probes[1] < hi)))
+      hit = true;
+  }
+  for (int i = 0; hit && i < info->dlpi_phnum && g_nunsafe < kMaxRanges; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
+    uint64_t lo = info->dlpi_addr + ph.p_vaddr;
+    g_unsafe[g_nunsafe++] = {lo, lo + ph.p_memsz};
+  }
+  return 0;
+}
+
+// One walk from the caller's frame outwards. Frames up to the first one the
+// unwinder reached through a signal frame (ip_before_insn: an interrupted
+// instruction, not a call's return) are the handler's own and are skipped;
+// from there on every frame is kept, a later signal trampoline dropped and
+// the frame it interrupted marked kExact.
+struct Walk {
+  uint64_t* frames;
+  int max, n;
+  bool started;
+};
+
+_Unwind_Reason_Code step(struct _Unwind_Context* ctx, void* arg) {
+  auto* w = static_cast<Walk*>(arg);
+  int before = 0;
+  uint64_t ip = uint64_t(_Unwind_GetIPInfo(ctx, &before));
+  if (ip == 0) return _URC_END_OF_STACK;
+  if (!before) {
+    if (w->started) w->frames[w->n++] = ip;
+  } else {
+    // The frame just kept was the trampoline of this nested signal.
+    if (w->started && w->n > 0) --w->n;
+    w->started = true;
+    w->frames[w->n++] = ip | kExact;
+  }
+  return w->n < w->max ? _URC_NO_REASON : _URC_END_OF_STACK;
+}
+
+// Whether this handler runs with little stack left: on the program's
+// alternate stack (a program's 8 KiB one, say; the kernel records in the
+// context whether the interrupted code was on it), or near the bottom of a
+// small thread stack. Then only the interrupted instruction is taken.
+bool cramped(void* uc) {
+  uintptr_t sp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  const stack_t& ss = static_cast<ucontext_t*>(uc)->uc_stack;
+  if (ss.ss_flags & SS_ONSTACK) {
+    uintptr_t lo = reinterpret_cast<uintptr_t>(ss.ss_sp);
+    if (sp >= lo && sp < lo + ss.ss_size) return sp - lo < kUnwindRoom;
+    return false;  // running elsewhere (a stack of the shim's)
+  }
+  return t_stack_lo && sp > t_stack_lo && sp - t_stack_lo < kUnwindRoom;
+}
+
+// Code with no unwind information (generated code, hand-written assembly)
+// ends the unwinder's walk at its frame. Past it, the frame-pointer chain
+// from the interrupted context, as far as it stays inside this thread's
+// known stack (a JIT that keeps frame pointers, as most do, is walked).
+int frame_pointer_walk(void* uc, uint64_t* frames, int n, int max) {
+  const auto& g = static_cast<ucontext_t*>(uc)->uc_mcontext.gregs;
+  uintptr_t sp = uintptr_t(g[REG_RSP]), fp = uintptr_t(g[REG_RBP]);
+  if (!t_stack_hi || sp < t_stack_lo || sp >= t_stack_hi) return n;
+  while (n < max && fp >= sp && fp % 8 == 0 && fp + 16 <= t_stack_hi) {
+    const uintptr_t* frame = reinterpret_cast<const uintptr_t*>(fp);
+    uintptr_t ret = frame[1], next = frame[0];
+    if (ret < 4096) break;
+    frames[n++] = ret;
+    if (next <= fp) break;  // the chain must go up the stack
+    sp = fp;
+    fp = next;
+  }
+  return n;
+}
+
+_Unwind_Reason_Code count(struct _Unwind_Context*, void* arg) {
+  ++*static_cast<int*>(arg);
+  return _URC_NO_REASON;
+}
+
+}  // namespace
+
+void prime() {
+  // The unwinder's one-time set-up (its register table, under
+  // pthread_once) and its lazily bound calls happen here, not first inside
+  // a handler.
+  int n = 0;
+  _Unwind_Backtrace(count, &n);
+  note_thread_stack();
+}
+
+void note_thread_stack() {
+  pthread_attr_t attr;
+  if (pthread_getattr_np(pthread_self(), &attr) != 0) return;
+  void* addr = nullptr;
+  size_t size = 0, guard = 0;
+  if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
+    pthread_attr_getguardsize(&attr, &guard);
+    t_stack_lo = reinterpret_cast<uintptr_t>(addr) + guard;
+    t_stack_hi = reinterpret_cast<uintptr_t>(addr) + size;
+  }
+  pthread_attr_destroy(&attr);
+}
+
+int from_signal(void* uc, uint64_t* frames, int max) {
+  Walk w = {frames, max, 0, false};
+  if (!cramped(uc)) _Unwind_Backtrace(step, &w);
+  // Never got past the handler (no unwind information on the way, or no
+  // room): the interrupted instruction at least.
+  if (!w.started || w.n == 0 || pc_of(frames[0]) != interrupted_pc(uc)) {
+    frames[0] = interrupted_pc(uc) | kExact;
+    if (!w.started || w.n == 0) w.n = 1;
+  }
+  if (w.n == 1 && !cramped(uc)) w.n = frame_pointer_walk(uc, frames, 1, max);
+  return w.n;
+}
+
+void note_unsafe_code() {
+  uint64_t probes[2] = {reinterpret_cast<uint64_t>(&note_unsafe_code),
+                        reinterpret_cast<uint64_t>(&__tls_get_addr)};
+  g_nunsafe = 0;
+  dl_iterate_phdr(collect_ranges, probes);
+}
+
+bool in_unsafe_code(uint64_t pc) {
+  // The frames the shim puts under main and every thread's start routine
+  // hold nothing: every stack of the program passes through them.
+  if (pc >= wrappers::begin() && pc < wrappers::end()) return false;
+  for (int i = 0; i < g_nunsafe; ++i)
+    if (pc >= g_unsafe[i].lo && pc < g_unsafe[i].hi) return true;
+  return false;
+}
+
+bool interrupted_in_unsafe_code(void* uc) {
+  uint64_t frames[32];
+  int n = from_signal(uc, frames, 32);
+  for (int i = 0; i < n; ++i)
+    if (in_unsafe_code(pc_of(frames[i]))) return true;
+  return false;
+}
+
+bool inside_handler_over_unsafe_code() {
+  uint64_t frames[32];
+  Walk w = {frames, 32, 0, false};
+  _Unwind_Backtrace(step, &w);
+  for (int i = 0; i < w.n; ++i)
+    if (in_unsafe_code(pc_of(frames[i]))) return true;
+  return false;
+}
+
+}  // namespace stackwalk
