@@ -40,10 +40,13 @@ struct Slot {
   uint32_t serial;
   uint64_t first_cpu;  // the thread's CPU time at its timer's first expiry
   // Written only by the owning thread's handler (and read once its timer
-  // is gone): expirations sampled, and where its last sample went.
+  // is gone): expirations sampled, the thread's CPU time when its last
+  // sample was taken (at its arming before any), where that sample went.
   uint64_t delivered;
+  uint64_t last_cpu;
   uint32_t last;       // entry index + 1, 0 for none
-  uint64_t start_fn;   // its start routine, 0 if unknown
+  uint64_t start_fn;   // its start routine (main for the main thread), 0 if unknown
+  bool own_exit;       // the shim started it: its exit destructor records its name
 };
 
 struct Entry {
@@ -66,7 +69,8 @@ struct State {
   uint32_t* log;        // entry index + 1, in the order entries were published
   std::atomic<uint64_t> arena_used, log_used;
   std::atomic<uint32_t> serials;
-  std::atomic<uint64_t> signals, expirations, credited, dropped, dropped_nanos, threads, timer_failures;
+  std::atomic<uint64_t> signals, expirations, credited, credited_nanos, dropped, dropped_nanos, threads,
+      timer_failures;
   std::atomic<int> in_flight;
   std::atomic<bool> enabled;
   uint64_t period_ns;
@@ -94,9 +98,9 @@ bool same_stack(const Entry& e, uint64_t h, uint32_t serial, const uint64_t* pcs
          memcmp(g.arena + e.off, pcs, n * sizeof(uint64_t)) == 0;
 }
 
-void drop(uint64_t w) {
-  g.dropped.fetch_add(1, std::memory_order_relaxed);
-  g.dropped_nanos.fetch_add(w, std::memory_order_relaxed);
+void drop(uint64_t count, uint64_t nanos) {
+  g.dropped.fetch_add(count, std::memory_order_relaxed);
+  g.dropped_nanos.fetch_add(nanos, std::memory_order_relaxed);
 }
 
 void publish(uint32_t idx) {
@@ -104,26 +108,27 @@ void publish(uint32_t idx) {
   if (i < kTableSize) __atomic_store_n(&g.log[i], idx + 1, __ATOMIC_RELEASE);
 }
 
-bool fill(Entry& e, uint64_t h, int32_t tid, uint32_t serial, const uint64_t* pcs, uint32_t n, uint64_t count) {
+bool fill(Entry& e, uint64_t h, int32_t tid, uint32_t serial, const uint64_t* pcs, uint32_t n, uint64_t count,
+          uint64_t nanos) {
   uint64_t off = g.arena_used.fetch_add(n, std::memory_order_relaxed);
   if (off + n > kArenaWords) {
     e.depth = 0;  // matches nothing; skipped by for_each
     e.state.store(2, std::memory_order_release);
-    drop(count * g.period_ns);
+    drop(count, nanos);
     return false;
   }
   memcpy(g.arena + off, pcs, n * sizeof(uint64_t));
   e.hash = h, e.tid = tid, e.serial = serial, e.depth = n, e.off = off;
   e.count.store(count, std::memory_order_relaxed);
-  e.nanos.store(count * g.period_ns, std::memory_order_relaxed);
+  e.nanos.store(nanos, std::memory_order_relaxed);
   e.state.store(2, std::memory_order_release);
   publish(uint32_t(&e - g.table));
   return true;
 }
 
-// Adds count expirations to (serial, stack); the entry's index + 1, or 0 if
-// the table had no room.
-uint32_t add(const uint64_t* pcs, uint32_t n, int32_t tid, uint32_t serial, uint64_t count) {
+// Adds count expirations and nanos of CPU to (serial, stack); the entry's
+// index + 1, or 0 if the table had no room.
+uint32_t add(const uint64_t* pcs, uint32_t n, int32_t tid, uint32_t serial, uint64_t count, uint64_t nanos) {
   uint64_t h = mix(0, serial);
   for (uint32_t i = 0; i < n; ++i) h = mix(h, pcs[i]);
   for (int p = 0; p < kProbe; ++p) {
@@ -132,38 +137,45 @@ uint32_t add(const uint64_t* pcs, uint32_t n, int32_t tid, uint32_t serial, uint
     if (st == 0) {
       uint32_t zero = 0;
       if (e.state.compare_exchange_strong(zero, 1, std::memory_order_acq_rel))
-        return fill(e, h, tid, serial, pcs, n, count) ? uint32_t(&e - g.table) + 1 : 0;
+        return fill(e, h, tid, serial, pcs, n, count, nanos) ? uint32_t(&e - g.table) + 1 : 0;
       st = e.state.load(std::memory_order_acquire);
     }
     if (st == 2 && same_stack(e, h, serial, pcs, n)) {
       e.count.fetch_add(count, std::memory_order_relaxed);
-      e.nanos.fetch_add(count * g.period_ns, std::memory_order_relaxed);
+      e.nanos.fetch_add(nanos, std::memory_order_relaxed);
       return uint32_t(&e - g.table) + 1;
     }
   }
-  drop(count * g.period_ns);
+  drop(count, nanos);
   return 0;
 }
 
-// Expirations a thread reached (by its CPU time now) that no signal brought:
+// At a thread's end or the stop: the CPU it used since its last sample, and
+// the expirations it reached (by its CPU time now) that no signal brought,
 // to its last sampled stack, or, if it had none, to its start routine.
+// The CPU is the thread clock's, not periods: a thread of 3 ms at 100 Hz
+// reaches its one random expiry three times in ten, and counting periods
+// would give it 10 ms or nothing; its own clock gives it 3 ms every time.
 void credit(Slot* s, uint64_t cpu_now) {
-  if (cpu_now < s->first_cpu) return;
-  uint64_t expected = 1 + (cpu_now - s->first_cpu) / g.period_ns;
-  if (expected <= s->delivered) return;
-  uint64_t missing = expected - s->delivered;
-  s->delivered = expected;
+  uint64_t missing = 0, nanos = 0;
+  if (cpu_now >= s->first_cpu) {
+    uint64_t expected = 1 + (cpu_now - s->first_cpu) / g.period_ns;
+    if (expected > s->delivered) missing = expected - s->delivered, s->delivered = expected;
+  }
+  if (cpu_now > s->last_cpu) nanos = cpu_now - s->last_cpu, s->last_cpu = cpu_now;
+  if (!missing && !nanos) return;
   g.expirations.fetch_add(missing, std::memory_order_relaxed);
   g.credited.fetch_add(missing, std::memory_order_relaxed);
+  g.credited_nanos.fetch_add(nanos, std::memory_order_relaxed);
   if (s->last) {
     Entry& e = g.table[s->last - 1];
     e.count.fetch_add(missing, std::memory_order_relaxed);
-    e.nanos.fetch_add(missing * g.period_ns, std::memory_order_relaxed);
+    e.nanos.fetch_add(nanos, std::memory_order_relaxed);
   } else if (s->start_fn) {
     uint64_t pc = s->start_fn | unwind::kExact;
-    s->last = add(&pc, 1, s->tid.load(), s->serial, missing);
+    s->last = add(&pc, 1, s->tid.load(), s->serial, missing, nanos);
   } else {
-    drop(missing * g.period_ns);
+    drop(missing, nanos);
   }
 }
 
@@ -203,7 +215,7 @@ bool disarm(Slot* s, uint32_t to) {
 
 // Arms a timer on tid's CPU clock, first expiry at a random point of the
 // first period so that short-lived threads are not biased against.
-Slot* arm(pid_t tid, uint64_t start_fn) {
+Slot* arm(pid_t tid, uint64_t start_fn, bool own_exit) {
   Slot* s = claim_slot(int32_t(tid));
   if (!s) {
     g.timer_failures.fetch_add(1);
@@ -212,8 +224,9 @@ Slot* arm(pid_t tid, uint64_t start_fn) {
   clockid_t clock = thread_clock(tid);
   uint64_t first = 1 + xorshift(sys::now_ns(CLOCK_MONOTONIC) ^ uint64_t(tid) * 0x9e37) % g.period_ns;
   s->serial = g.serials.fetch_add(1, std::memory_order_relaxed) + 1;
-  s->delivered = 0, s->last = 0, s->start_fn = start_fn;
-  s->first_cpu = sys::now_ns(clock) + first;
+  s->delivered = 0, s->last = 0, s->start_fn = start_fn, s->own_exit = own_exit;
+  s->last_cpu = sys::now_ns(clock);
+  s->first_cpu = s->last_cpu + first;
   struct sigevent sev;
   memset(&sev, 0, sizeof sev);
   sev.sigev_notify = SIGEV_THREAD_ID;
@@ -284,7 +297,7 @@ void arm_existing_threads() {
     // No exit destructor runs for a thread we did not start: its name now,
     // in case it ends before the stop (the stop reads it again if not).
     if (tid > 0 && !has_slot(tid))
-      if (Slot* s = arm(tid, 0)) record_comm(s->serial, tid);
+      if (Slot* s = arm(tid, 0, false)) record_comm(s->serial, tid);
   }
   closedir(d);
 }
@@ -300,8 +313,8 @@ bool map_tables(std::string* err) {
     return false;
   }
   g.arena_used = 0, g.log_used = 0, g.serials = 0;
-  g.signals = 0, g.expirations = 0, g.credited = 0, g.dropped = 0, g.dropped_nanos = 0, g.threads = 0,
-  g.timer_failures = 0;
+  g.signals = 0, g.expirations = 0, g.credited = 0, g.credited_nanos = 0, g.dropped = 0, g.dropped_nanos = 0,
+  g.threads = 0, g.timer_failures = 0;
   return true;
 }
 
@@ -314,7 +327,7 @@ void unmap_tables() {
 }
 
 bool arm_self(std::string* err) {
-  Slot* self = arm(sys::gettid(), 0);
+  Slot* self = arm(sys::gettid(), 0, false);
   if (!self) {
     g.enabled.store(false);
     *err = std::string("cannot create a per-thread CPU timer: ") + strerror(errno);
@@ -353,18 +366,24 @@ void on_timer(siginfo_t* si, void* uc) {
   if (g.enabled.load() && s->state.load(std::memory_order_acquire) == kLive &&
       s->tid.load(std::memory_order_acquire) == tid) {
     uint64_t n = 1 + uint64_t(si->si_overrun > 0 ? si->si_overrun : 0);
+    // Weighted by the thread's own clock since its previous sample: the
+    // kernel delivers at its tick, later than the expiry and by varying
+    // amounts, and the first expiry is a random part of a period.
+    uint64_t cpu = sys::now_ns(CLOCK_THREAD_CPUTIME_ID);
+    uint64_t w = cpu > s->last_cpu ? cpu - s->last_cpu : 0;
+    if (cpu > s->last_cpu) s->last_cpu = cpu;
     uint64_t pcs[kMaxDepth];
     int depth = unwind::from_signal(uc, pcs, kMaxDepth);
     s->delivered += n;
     // A thread the shim did not start has no exit destructor to record its
     // name: its name as of its latest sample (one system call).
-    if (!s->start_fn) {
+    if (!s->own_exit) {
       char name[17] = {0};
       if (prctl(PR_GET_NAME, name, 0, 0, 0) == 0) record_name(s->serial, tid, name);
     }
     g.signals.fetch_add(1, std::memory_order_relaxed);
     g.expirations.fetch_add(n, std::memory_order_relaxed);
-    if (uint32_t idx = add(pcs, uint32_t(depth), tid, s->serial, n)) s->last = idx;
+    if (uint32_t idx = add(pcs, uint32_t(depth), tid, s->serial, n, w)) s->last = idx;
   }
   g.in_flight.fetch_sub(1);
 }
@@ -373,12 +392,11 @@ void on_lost_timer(const siginfo_t* si) {
   Slot* s = static_cast<Slot*>(si->si_value.sival_ptr);
   if (!g.enabled.load() || s->state.load() != kLive || s->tid.load() != int32_t(sys::gettid()) || !s->last)
     return;  // with no stack yet, the thread's end credits these expirations
+  // Its CPU is the next sample's, or the thread's end's, by the clock.
   uint64_t n = 1 + uint64_t(si->si_overrun > 0 ? si->si_overrun : 0);
   s->delivered += n;
   g.expirations.fetch_add(n, std::memory_order_relaxed);
-  Entry& e = g.table[s->last - 1];
-  e.count.fetch_add(n, std::memory_order_relaxed);
-  e.nanos.fetch_add(n * g.period_ns, std::memory_order_relaxed);
+  g.table[s->last - 1].count.fetch_add(n, std::memory_order_relaxed);
 }
 
 bool start(uint32_t hz, std::string* err) {
@@ -438,7 +456,13 @@ void resume() {
 
 void thread_begin(void* start_fn) {
   if (!running() || pthread_getspecific(g.key)) return;
-  if (Slot* s = arm(sys::gettid(), reinterpret_cast<uint64_t>(start_fn))) pthread_setspecific(g.key, s);
+  if (Slot* s = arm(sys::gettid(), reinterpret_cast<uint64_t>(start_fn), true)) pthread_setspecific(g.key, s);
+}
+
+void main_begins(void* main_fn) {
+  if (!running()) return;
+  Slot* s = static_cast<Slot*>(pthread_getspecific(g.key));
+  if (s && s->tid.load() == int32_t(sys::gettid()) && !s->start_fn) s->start_fn = reinterpret_cast<uint64_t>(main_fn);
 }
 
 void stop() {
@@ -477,8 +501,8 @@ void for_each_since(uint64_t* cursor, void (*fn)(const Stack&, void*), void* arg
 }
 
 Stats stats() {
-  return {g.signals.load(),  g.expirations.load(),   g.credited.load(),         g.dropped.load(),
-          g.dropped_nanos.load(), g.threads.load(), g.timer_failures.load()};
+  return {g.signals.load(), g.expirations.load(),   g.credited.load(), g.credited_nanos.load(),
+          g.dropped.load(), g.dropped_nanos.load(), g.threads.load(),  g.timer_failures.load()};
 }
 
 std::string thread_name(uint32_t serial) {
