@@ -100,18 +100,20 @@ int from_signal(void* uc, uint64_t* frames, int max) {
   unw_cursor_t cur;
   int n = 0;
   if (g_loaded && u.init_local2(&cur, static_cast<unw_context_t*>(uc), UNW_INIT_SIGNAL_FRAME) >= 0) {
-    bool exact = true;  // the interrupted instruction itself
     do {
       unw_word_t ip = 0;
       if (u.get_reg(&cur, UNW_REG_IP, &ip) < 0 || ip == 0) break;
-      // A trampoline (__restore_rt) is not the program's frame; what it
-      // returns to is an interrupted instruction, not a call's return.
-      if (n > 0 && u.is_signal_frame(&cur) > 0) {
-        exact = true;
-        continue;
-      }
-      frames[n++] = exact ? (uint64_t(ip) | kExact) : uint64_t(ip);
-      exact = false;
+      // libunwind's is_signal_frame() says whether the step that led here
+      // went through a signal frame (x86_64: the FDE of the frame it stepped
+      // from had the 'S' augmentation): it is true at the frame a signal
+      // interrupted, not at the trampoline (__restore_rt) before it. So here
+      // the frame recorded last is the trampoline -- not the program's
+      // frame: it goes, unless it is the leaf (the signal came while it
+      // ran) -- and this one is an interrupted instruction, not a call's
+      // return.
+      bool interrupted = n == 0 || u.is_signal_frame(&cur) > 0;
+      if (n > 1 && interrupted) --n;
+      frames[n++] = interrupted ? (uint64_t(ip) | kExact) : uint64_t(ip);
     } while (n < max && u.step(&cur) > 0);
   }
   if (n == 0) frames[n++] = interrupted_pc(uc) | kExact;  // keep the sample: the instruction at least
