@@ -149,15 +149,16 @@ bool inside_handler_over_unsafe_code() {
   unw_context_t ctx;
   unw_cursor_t cur;
   if (u.getcontext(&ctx) != 0 || u.init_local(&cur, &ctx) < 0) return false;
-  int after = -1;  // frames seen beyond the innermost signal frame
+  int after = -1;  // frames seen from the innermost interrupted one on
   for (int depth = 0; depth < 256 && after < 32; ++depth) {
+    // True at the frame the signal interrupted (see from_signal): that
+    // frame is the first to check, the one most likely inside malloc.
+    if (after < 0 && u.is_signal_frame(&cur) > 0) after = 0;
     if (after >= 0) {
       unw_word_t ip = 0;
       if (u.get_reg(&cur, UNW_REG_IP, &ip) < 0 || ip == 0) break;
       if (in_unsafe_code(uint64_t(ip))) return true;
       ++after;
-    } else if (u.is_signal_frame(&cur) > 0) {
-      after = 0;
     }
     if (u.step(&cur) <= 0) break;
   }
