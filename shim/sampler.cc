@@ -326,8 +326,8 @@ void unmap_tables() {
   munmap(g.log, sizeof(uint32_t) * kTableSize);
 }
 
-bool arm_self(std::string* err) {
-  Slot* self = arm(sys::gettid(), 0, false);
+bool arm_self(std::string* err, uint64_t start_fn = 0) {
+  Slot* self = arm(sys::gettid(), start_fn, false);
   if (!self) {
     g.enabled.store(false);
     *err = std::string("cannot create a per-thread CPU timer: ") + strerror(errno);
@@ -433,7 +433,10 @@ void reset_after_fork() {
   g_forks.store(0);
   if (!g.table || !g_was_enabled_at_fork) return;
   // Timers are not inherited by fork and the samples so far are the
-  // parent's: the child starts from empty tables, with one thread.
+  // parent's: the child starts from empty tables, with one thread, whose
+  // start routine (or main) is still where its CPU goes without a sample.
+  Slot* was = static_cast<Slot*>(pthread_getspecific(g.key));
+  uint64_t start_fn = was >= g.slots && was < g.slots + kMaxSlots ? was->start_fn : 0;
   unmap_tables();
   std::string err;
   if (!map_tables(&err)) {
@@ -441,7 +444,7 @@ void reset_after_fork() {
     return;
   }
   g.enabled.store(true);
-  arm_self(&err);
+  arm_self(&err, start_fn);
 }
 
 void resume() {
