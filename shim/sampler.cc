@@ -1,5 +1,5 @@
-// sampler: per-thread CPU-time timers, the sampling handler and the
-// lock-free stack table; see sampler.h for the signal contract.
+// sampler: per-thread CPU-time timers and the sampling handler; the stacks
+// go to stack_table.h. See sampler.h for the signal contract.
 #include "sampler.h"
 
 #include <dirent.h>
@@ -16,6 +16,7 @@
 #include <atomic>
 
 #include "own_signal.h"
+#include "stack_table.h"
 #include "sys.h"
 #include "unwind.h"
 
@@ -24,10 +25,6 @@ namespace {
 
 constexpr int kMaxDepth = 128;
 constexpr uint32_t kMaxSlots = 1u << 14;        // threads alive at once
-constexpr uint32_t kTableSize = 1u << 16;       // distinct (stack, thread) pairs
-constexpr uint64_t kArenaWords = 1ull << 21;    // 16 MiB of PCs, touched as used
-constexpr uint32_t kMaxNames = 1u << 18;        // threads named, by serial
-constexpr int kProbe = 64;
 
 // kLive: its timer runs. kDead: its thread's end deleted it. kStopped: the
 // stop deleted it, and credits its last expirations.
@@ -49,28 +46,10 @@ struct Slot {
   bool own_exit;       // the shim started it: its exit destructor records its name
 };
 
-struct Entry {
-  std::atomic<uint32_t> state;  // 0 empty, 1 being written, 2 ready
-  int32_t tid;
-  uint32_t serial;
-  uint32_t depth;
-  uint64_t hash;
-  uint64_t off;
-  std::atomic<uint64_t> count, nanos;
-};
-
-struct Name { int32_t tid; char name[16]; };
-
 struct State {
   Slot* slots;
-  Entry* table;
-  uint64_t* arena;
-  Name* names;          // by serial
-  uint32_t* log;        // entry index + 1, in the order entries were published
-  std::atomic<uint64_t> arena_used, log_used;
   std::atomic<uint32_t> serials;
-  std::atomic<uint64_t> signals, expirations, credited, credited_nanos, dropped, dropped_nanos, threads,
-      timer_failures;
+  std::atomic<uint64_t> signals, expirations, credited, credited_nanos, threads, timer_failures;
   std::atomic<int> in_flight;
   std::atomic<bool> enabled;
   uint64_t period_ns;
@@ -87,68 +66,6 @@ void* map_zeroed(size_t bytes) {
 // The kernel's per-thread CPU clock id for any tid of this process
 // (MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED) in linux/posix-timers.h).
 clockid_t thread_clock(pid_t tid) { return clockid_t((~unsigned(tid) << 3) | 6); }
-
-uint64_t mix(uint64_t h, uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-  return h;
-}
-
-bool same_stack(const Entry& e, uint64_t h, uint32_t serial, const uint64_t* pcs, uint32_t n) {
-  return e.hash == h && e.serial == serial && e.depth == n &&
-         memcmp(g.arena + e.off, pcs, n * sizeof(uint64_t)) == 0;
-}
-
-void drop(uint64_t count, uint64_t nanos) {
-  g.dropped.fetch_add(count, std::memory_order_relaxed);
-  g.dropped_nanos.fetch_add(nanos, std::memory_order_relaxed);
-}
-
-void publish(uint32_t idx) {
-  uint64_t i = g.log_used.fetch_add(1, std::memory_order_relaxed);
-  if (i < kTableSize) __atomic_store_n(&g.log[i], idx + 1, __ATOMIC_RELEASE);
-}
-
-bool fill(Entry& e, uint64_t h, int32_t tid, uint32_t serial, const uint64_t* pcs, uint32_t n, uint64_t count,
-          uint64_t nanos) {
-  uint64_t off = g.arena_used.fetch_add(n, std::memory_order_relaxed);
-  if (off + n > kArenaWords) {
-    e.depth = 0;  // matches nothing; skipped by for_each
-    e.state.store(2, std::memory_order_release);
-    drop(count, nanos);
-    return false;
-  }
-  memcpy(g.arena + off, pcs, n * sizeof(uint64_t));
-  e.hash = h, e.tid = tid, e.serial = serial, e.depth = n, e.off = off;
-  e.count.store(count, std::memory_order_relaxed);
-  e.nanos.store(nanos, std::memory_order_relaxed);
-  e.state.store(2, std::memory_order_release);
-  publish(uint32_t(&e - g.table));
-  return true;
-}
-
-// Adds count expirations and nanos of CPU to (serial, stack); the entry's
-// index + 1, or 0 if the table had no room.
-uint32_t add(const uint64_t* pcs, uint32_t n, int32_t tid, uint32_t serial, uint64_t count, uint64_t nanos) {
-  uint64_t h = mix(0, serial);
-  for (uint32_t i = 0; i < n; ++i) h = mix(h, pcs[i]);
-  for (int p = 0; p < kProbe; ++p) {
-    Entry& e = g.table[(h + uint64_t(p)) & (kTableSize - 1)];
-    uint32_t st = e.state.load(std::memory_order_acquire);
-    if (st == 0) {
-      uint32_t zero = 0;
-      if (e.state.compare_exchange_strong(zero, 1, std::memory_order_acq_rel))
-        return fill(e, h, tid, serial, pcs, n, count, nanos) ? uint32_t(&e - g.table) + 1 : 0;
-      st = e.state.load(std::memory_order_acquire);
-    }
-    if (st == 2 && same_stack(e, h, serial, pcs, n)) {
-      e.count.fetch_add(count, std::memory_order_relaxed);
-      e.nanos.fetch_add(nanos, std::memory_order_relaxed);
-      return uint32_t(&e - g.table) + 1;
-    }
-  }
-  drop(count, nanos);
-  return 0;
-}
 
 // At a thread's end or the stop: the CPU it used since its last sample, and
 // the expirations it reached (by its CPU time now) that no signal brought,
@@ -168,14 +85,12 @@ void credit(Slot* s, uint64_t cpu_now) {
   g.credited.fetch_add(missing, std::memory_order_relaxed);
   g.credited_nanos.fetch_add(nanos, std::memory_order_relaxed);
   if (s->last) {
-    Entry& e = g.table[s->last - 1];
-    e.count.fetch_add(missing, std::memory_order_relaxed);
-    e.nanos.fetch_add(nanos, std::memory_order_relaxed);
+    stack_table::add_to(s->last, missing, nanos);
   } else if (s->start_fn) {
     uint64_t pc = s->start_fn | unwind::kExact;
-    s->last = add(&pc, 1, s->tid.load(), s->serial, missing, nanos);
+    s->last = stack_table::add(&pc, 1, s->tid.load(), s->serial, missing, nanos);
   } else {
-    drop(missing, nanos);
+    stack_table::drop(missing, nanos);
   }
 }
 
@@ -249,15 +164,6 @@ Slot* arm(pid_t tid, uint64_t start_fn, bool own_exit) {
   return s;
 }
 
-void record_name(uint32_t serial, int32_t tid, const char* name) {
-  if (serial == 0 || serial >= kMaxNames) return;
-  Name& n = g.names[serial];
-  n.tid = tid;
-  size_t len = strnlen(name, sizeof n.name - 1);
-  memcpy(n.name, name, len);
-  n.name[len] = 0;
-}
-
 void on_thread_exit(void* p) {
   Slot* s = static_cast<Slot*>(p);
   int32_t tid = int32_t(sys::gettid());
@@ -266,7 +172,7 @@ void on_thread_exit(void* p) {
   if (!disarm(s, kDead)) return;  // the stop has it
   char name[17] = {0};
   prctl(PR_GET_NAME, name, 0, 0, 0);
-  record_name(s->serial, tid, name);
+  stack_table::record_name(s->serial, tid, name);
   credit(s, sys::now_ns(CLOCK_THREAD_CPUTIME_ID));
   release(s);
 }
@@ -280,7 +186,7 @@ void record_comm(uint32_t serial, int32_t tid) {
   ssize_t r = read(fd, name, sizeof name - 1);
   close(fd);
   if (r > 0 && name[r - 1] == '\n') name[r - 1] = 0;
-  if (r > 0) record_name(serial, tid, name);
+  if (r > 0) stack_table::record_name(serial, tid, name);
 }
 
 bool has_slot(int32_t tid) {
@@ -304,26 +210,19 @@ void arm_existing_threads() {
 
 bool map_tables(std::string* err) {
   g.slots = static_cast<Slot*>(map_zeroed(sizeof(Slot) * kMaxSlots));
-  g.table = static_cast<Entry*>(map_zeroed(sizeof(Entry) * kTableSize));
-  g.arena = static_cast<uint64_t*>(map_zeroed(sizeof(uint64_t) * kArenaWords));
-  g.names = static_cast<Name*>(map_zeroed(sizeof(Name) * kMaxNames));
-  g.log = static_cast<uint32_t*>(map_zeroed(sizeof(uint32_t) * kTableSize));
-  if (!g.slots || !g.table || !g.arena || !g.names || !g.log) {
+  if (!g.slots) {
     *err = std::string("cannot map the CPU sample table: ") + strerror(errno);
     return false;
   }
-  g.arena_used = 0, g.log_used = 0, g.serials = 0;
-  g.signals = 0, g.expirations = 0, g.credited = 0, g.credited_nanos = 0, g.dropped = 0, g.dropped_nanos = 0,
-  g.threads = 0, g.timer_failures = 0;
+  if (!stack_table::map(err)) return false;
+  g.serials = 0;
+  g.signals = 0, g.expirations = 0, g.credited = 0, g.credited_nanos = 0, g.threads = 0, g.timer_failures = 0;
   return true;
 }
 
 void unmap_tables() {
   munmap(g.slots, sizeof(Slot) * kMaxSlots);
-  munmap(g.table, sizeof(Entry) * kTableSize);
-  munmap(g.arena, sizeof(uint64_t) * kArenaWords);
-  munmap(g.names, sizeof(Name) * kMaxNames);
-  munmap(g.log, sizeof(uint32_t) * kTableSize);
+  stack_table::unmap();
 }
 
 bool arm_self(std::string* err, uint64_t start_fn = 0) {
@@ -342,10 +241,6 @@ void wait_in_flight() {
     struct timespec ts = {0, 100000};
     nanosleep(&ts, nullptr);
   }
-}
-
-Stack stack_of(const Entry& e) {
-  return {g.arena + e.off, e.depth, e.tid, e.serial, e.count.load(), e.nanos.load()};
 }
 
 }  // namespace
@@ -379,11 +274,11 @@ void on_timer(siginfo_t* si, void* uc) {
     // name: its name as of its latest sample (one system call).
     if (!s->own_exit) {
       char name[17] = {0};
-      if (prctl(PR_GET_NAME, name, 0, 0, 0) == 0) record_name(s->serial, tid, name);
+      if (prctl(PR_GET_NAME, name, 0, 0, 0) == 0) stack_table::record_name(s->serial, tid, name);
     }
     g.signals.fetch_add(1, std::memory_order_relaxed);
     g.expirations.fetch_add(n, std::memory_order_relaxed);
-    if (uint32_t idx = add(pcs, uint32_t(depth), tid, s->serial, n, w)) s->last = idx;
+    if (uint32_t ref = stack_table::add(pcs, uint32_t(depth), tid, s->serial, n, w)) s->last = ref;
   }
   g.in_flight.fetch_sub(1);
 }
@@ -396,7 +291,7 @@ void on_lost_timer(const siginfo_t* si) {
   uint64_t n = 1 + uint64_t(si->si_overrun > 0 ? si->si_overrun : 0);
   s->delivered += n;
   g.expirations.fetch_add(n, std::memory_order_relaxed);
-  g.table[s->last - 1].count.fetch_add(n, std::memory_order_relaxed);
+  stack_table::add_to(s->last, n, 0);
 }
 
 bool start(uint32_t hz, std::string* err) {
@@ -431,7 +326,7 @@ void resume_after_fork_in_parent() {
 void reset_after_fork() {
   g.in_flight.store(0);
   g_forks.store(0);
-  if (!g.table || !g_was_enabled_at_fork) return;
+  if (!stack_table::mapped() || !g_was_enabled_at_fork) return;
   // Timers are not inherited by fork and the samples so far are the
   // parent's: the child starts from empty tables, with one thread, whose
   // start routine (or main) is still where its CPU goes without a sample.
@@ -448,7 +343,7 @@ void reset_after_fork() {
 }
 
 void resume() {
-  if (!g.table || g.enabled.load()) return;
+  if (!stack_table::mapped() || g.enabled.load()) return;
   for (uint32_t i = 0; i < kMaxSlots; ++i) {
     uint32_t st = g.slots[i].state.load();
     if (st == kDead || st == kStopped) release(&g.slots[i]);
@@ -482,35 +377,18 @@ void stop() {
   }
 }
 
-void for_each(void (*fn)(const Stack&, void*), void* arg) {
-  if (!g.table) return;
-  for (uint32_t i = 0; i < kTableSize; ++i) {
-    Entry& e = g.table[i];
-    if (e.state.load(std::memory_order_acquire) != 2 || e.depth == 0) continue;
-    fn(stack_of(e), arg);
-  }
-}
+void for_each(void (*fn)(const Stack&, void*), void* arg) { stack_table::for_each(fn, arg); }
 
 void for_each_since(uint64_t* cursor, void (*fn)(const Stack&, void*), void* arg) {
-  if (!g.log) return;
-  uint64_t end = g.log_used.load(std::memory_order_acquire);
-  if (end > kTableSize) end = kTableSize;
-  for (; *cursor < end; ++*cursor) {
-    uint32_t v = __atomic_load_n(&g.log[*cursor], __ATOMIC_ACQUIRE);
-    if (v == 0) break;  // still being written: next time
-    Entry& e = g.table[v - 1];
-    if (e.depth) fn(stack_of(e), arg);
-  }
+  stack_table::for_each_since(cursor, fn, arg);
 }
 
 Stats stats() {
-  return {g.signals.load(), g.expirations.load(),   g.credited.load(), g.credited_nanos.load(),
-          g.dropped.load(), g.dropped_nanos.load(), g.threads.load(),  g.timer_failures.load()};
+  return {g.signals.load(),        g.expirations.load(),         g.credited.load(),
+          g.credited_nanos.load(), stack_table::dropped(),       stack_table::dropped_nanos(),
+          g.threads.load(),        g.timer_failures.load()};
 }
 
-std::string thread_name(uint32_t serial) {
-  if (!g.names || serial == 0 || serial >= kMaxNames) return "";
-  return g.names[serial].name;
-}
+std::string thread_name(uint32_t serial) { return stack_table::name(serial); }
 
 }  // namespace sampler
