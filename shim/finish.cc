@@ -38,7 +38,10 @@ struct Range { uint64_t lo, hi; };
 uint64_t g_load_cpu_ns;
 int g_load_pid;
 
-__attribute__((constructor)) void note_load_cpu() {
+// First of the shim's constructors (a priority runs before the plain ones,
+// lifecycle's setup among them): the setup's CPU is the image's, and not
+// in the profile.
+__attribute__((constructor(101))) void note_load_cpu() {
   const char* dir = getenv("PROFILE_DIR");
   if (!dir || !*dir) return;  // inert
   g_load_cpu_ns = sys::now_ns(CLOCK_PROCESS_CPUTIME_ID);
