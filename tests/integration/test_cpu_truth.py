@@ -185,3 +185,24 @@ def test_docs_show_a_real_summary_line(ctx):
         check(len(shown) == 1, "%s should show one summary line, shows %d" % (doc, len(shown)))
         check(_shape(shown[0]) == _shape(real[0]), "%s shows a summary line whose fields differ from a real "
               "one's:\n  shown: %s\n  real:  %s" % (doc, shown[0], real[0]))
+
+
+def test_each_image_counts_its_own_cpu(ctx):
+    """An exec does not reset the process's CPU clock and a fork starts the
+    child's from zero: each image's 'process cpu to the stop' is its own,
+    so what its profile lacks stays small. fork_exec exec: the image before
+    the exec and the one after (each ~0.3 s of work); fork_exec fork: the
+    parent and the child. Counted from the process's start, the image after
+    the exec would lack the first image's whole CPU."""
+    for mode in ("exec", "fork"):
+        r, d = ctx.profile(["fork_exec", mode])
+        lines = r.summary_lines()
+        check(len(lines) == 2, "fork_exec %s: want two summary lines (two images)\n%s" % (mode, r.describe()))
+        for line in lines:
+            m, c = SUMMARY_CPU_RE.search(line), SUMMARY_COVER_RE.search(line)
+            check(m and c, "fork_exec %s: a summary line lacks its cpu fields:\n  %s" % (mode, line))
+            x, cpu, gap = float(m.group(1)), float(c.group(1)), float(c.group(2))
+            check(x >= 0.1 and x <= cpu and gap <= 0.05,
+                  "fork_exec %s: an image's profile holds %.2f s; its 'process cpu to the stop' is %.2f s, %.2f s "
+                  "of it not in the profile: an image must count its own CPU only\n%s" % (
+                      mode, x, cpu, gap, "\n".join("  " + l for l in lines)))
