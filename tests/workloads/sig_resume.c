@@ -6,7 +6,7 @@
 // follows right after a one-byte prev_* function: the faulting address minus
 // one (a return address's rule) lies in prev_*, so a profile that reads the
 // interrupted frame as a call's return names prev_* instead of trap_*.
-// usage: sig_resume SECONDS   (handler CPU to burn in all, split between the two)
+// usage: sig_resume SECONDS   (handler CPU to burn in all: half in SIGILL's, then half in SIGSEGV's)
 // stdout: "truth ill cpu_ns=C traps=N", "truth segv cpu_ns=C traps=N" (the
 //         handlers' CPU by the thread's clock, and how many traps ran).
 #define _GNU_SOURCE
@@ -95,10 +95,10 @@ int main(int argc, char** argv) {
   if (sigaction(SIGILL, &sa, NULL) != 0) return 1;
   sa.sa_sigaction = on_sigsegv;
   if (sigaction(SIGSEGV, &sa, NULL) != 0) return 1;
-  while (ill_ns + segv_ns < total) {
-    trap_ill();
-    trap_segv();
-  }
+  // One kind after the other, not interleaved: a sample weighs the CPU
+  // since the previous one, which would otherwise mix the two handlers'.
+  while (ill_ns < total / 2) trap_ill();
+  while (segv_ns < total / 2) trap_segv();
   printf("truth ill cpu_ns=%lld traps=%d\n", ill_ns, ill_traps);
   printf("truth segv cpu_ns=%lld traps=%d\n", segv_ns, segv_traps);
   return 0;
