@@ -22,6 +22,7 @@
 #include "image.h"
 #include "lifecycle.h"
 #include "real.h"
+#include "sampler.h"
 #include "sigmask.h"
 #include "unload.h"
 #include "wrappers.h"
@@ -37,6 +38,7 @@ Main g_main;
 // calls exit() internally (an interposed exit never sees that path) and so
 // before any atexit handler or static destructor of the program.
 PROFSHIM_WRAPPER int main_wrapper(int argc, char** argv, char** envp) {
+  sampler::main_begins(reinterpret_cast<void*>(g_main));
   int rc = g_main(argc, argv, envp);
   lifecycle::stop("return from main");
   return rc;

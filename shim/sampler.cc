@@ -1,5 +1,5 @@
-// sampler: per-thread CPU-time timers, the sampling handler and the
-// lock-free stack table; see sampler.h for the signal contract.
+// sampler: per-thread CPU-time timers and the sampling handler; the stacks
+// go to stack_table.h. See sampler.h for the signal contract.
 #include "sampler.h"
 
 #include <dirent.h>
@@ -16,6 +16,7 @@
 #include <atomic>
 
 #include "own_signal.h"
+#include "stack_table.h"
 #include "sys.h"
 #include "stackwalk.h"
 
@@ -24,10 +25,6 @@ namespace {
 
 constexpr int kMaxDepth = 128;
 constexpr uint32_t kMaxSlots = 1u << 14;        // threads alive at once
-constexpr uint32_t kTableSize = 1u << 16;       // distinct (stack, thread) pairs
-constexpr uint64_t kArenaWords = 1ull << 21;    // 16 MiB of PCs, touched as used
-constexpr uint32_t kMaxNames = 1u << 18;        // threads named, by serial
-constexpr int kProbe = 64;
 
 // kLive: its timer runs. kDead: its thread's end deleted it. kStopped: the
 // stop deleted it, and credits its last expirations.
@@ -40,33 +37,19 @@ struct Slot {
   uint32_t serial;
   uint64_t first_cpu;  // the thread's CPU time at its timer's first expiry
   // Written only by the owning thread's handler (and read once its timer
-  // is gone): expirations sampled, and where its last sample went.
+  // is gone): expirations sampled, the thread's CPU time when its last
+  // sample was taken (at its arming before any), where that sample went.
   uint64_t delivered;
+  uint64_t last_cpu;
   uint32_t last;       // entry index + 1, 0 for none
-  uint64_t start_fn;   // its start routine, 0 if unknown
+  uint64_t start_fn;   // its start routine (main for the main thread), 0 if unknown
+  bool own_exit;       // the shim started it: its exit destructor records its name
 };
-
-struct Entry {
-  std::atomic<uint32_t> state;  // 0 empty, 1 being written, 2 ready
-  int32_t tid;
-  uint32_t serial;
-  uint32_t depth;
-  uint64_t hash;
-  uint64_t off;
-  std::atomic<uint64_t> count, nanos;
-};
-
-struct Name { int32_t tid; char name[16]; };
 
 struct State {
   Slot* slots;
-  Entry* table;
-  uint64_t* arena;
-  Name* names;          // by serial
-  uint32_t* log;        // entry index + 1, in the order entries were published
-  std::atomic<uint64_t> arena_used, log_used;
   std::atomic<uint32_t> serials;
-  std::atomic<uint64_t> signals, expirations, credited, dropped, dropped_nanos, threads, timer_failures;
+  std::atomic<uint64_t> signals, expirations, credited, credited_nanos, threads, timer_failures;
   std::atomic<int> in_flight;
   std::atomic<bool> enabled;
   uint64_t period_ns;
@@ -84,86 +67,30 @@ void* map_zeroed(size_t bytes) {
 // (MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED) in linux/posix-timers.h).
 clockid_t thread_clock(pid_t tid) { return clockid_t((~unsigned(tid) << 3) | 6); }
 
-uint64_t mix(uint64_t h, uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-  return h;
-}
-
-bool same_stack(const Entry& e, uint64_t h, uint32_t serial, const uint64_t* pcs, uint32_t n) {
-  return e.hash == h && e.serial == serial && e.depth == n &&
-         memcmp(g.arena + e.off, pcs, n * sizeof(uint64_t)) == 0;
-}
-
-void drop(uint64_t w) {
-  g.dropped.fetch_add(1, std::memory_order_relaxed);
-  g.dropped_nanos.fetch_add(w, std::memory_order_relaxed);
-}
-
-void publish(uint32_t idx) {
-  uint64_t i = g.log_used.fetch_add(1, std::memory_order_relaxed);
-  if (i < kTableSize) __atomic_store_n(&g.log[i], idx + 1, __ATOMIC_RELEASE);
-}
-
-bool fill(Entry& e, uint64_t h, int32_t tid, uint32_t serial, const uint64_t* pcs, uint32_t n, uint64_t count) {
-  uint64_t off = g.arena_used.fetch_add(n, std::memory_order_relaxed);
-  if (off + n > kArenaWords) {
-    e.depth = 0;  // matches nothing; skipped by for_each
-    e.state.store(2, std::memory_order_release);
-    drop(count * g.period_ns);
-    return false;
-  }
-  memcpy(g.arena + off, pcs, n * sizeof(uint64_t));
-  e.hash = h, e.tid = tid, e.serial = serial, e.depth = n, e.off = off;
-  e.count.store(count, std::memory_order_relaxed);
-  e.nanos.store(count * g.period_ns, std::memory_order_relaxed);
-  e.state.store(2, std::memory_order_release);
-  publish(uint32_t(&e - g.table));
-  return true;
-}
-
-// Adds count expirations to (serial, stack); the entry's index + 1, or 0 if
-// the table had no room.
-uint32_t add(const uint64_t* pcs, uint32_t n, int32_t tid, uint32_t serial, uint64_t count) {
-  uint64_t h = mix(0, serial);
-  for (uint32_t i = 0; i < n; ++i) h = mix(h, pcs[i]);
-  for (int p = 0; p < kProbe; ++p) {
-    Entry& e = g.table[(h + uint64_t(p)) & (kTableSize - 1)];
-    uint32_t st = e.state.load(std::memory_order_acquire);
-    if (st == 0) {
-      uint32_t zero = 0;
-      if (e.state.compare_exchange_strong(zero, 1, std::memory_order_acq_rel))
-        return fill(e, h, tid, serial, pcs, n, count) ? uint32_t(&e - g.table) + 1 : 0;
-      st = e.state.load(std::memory_order_acquire);
-    }
-    if (st == 2 && same_stack(e, h, serial, pcs, n)) {
-      e.count.fetch_add(count, std::memory_order_relaxed);
-      e.nanos.fetch_add(count * g.period_ns, std::memory_order_relaxed);
-      return uint32_t(&e - g.table) + 1;
-    }
-  }
-  drop(count * g.period_ns);
-  return 0;
-}
-
-// Expirations a thread reached (by its CPU time now) that no signal brought:
+// At a thread's end or the stop: the CPU it used since its last sample, and
+// the expirations it reached (by its CPU time now) that no signal brought,
 // to its last sampled stack, or, if it had none, to its start routine.
+// The CPU is the thread clock's, not periods: a thread of 3 ms at 100 Hz
+// reaches its one random expiry three times in ten, and counting periods
+// would give it 10 ms or nothing; its own clock gives it 3 ms every time.
 void credit(Slot* s, uint64_t cpu_now) {
-  if (cpu_now < s->first_cpu) return;
-  uint64_t expected = 1 + (cpu_now - s->first_cpu) / g.period_ns;
-  if (expected <= s->delivered) return;
-  uint64_t missing = expected - s->delivered;
-  s->delivered = expected;
+  uint64_t missing = 0, nanos = 0;
+  if (cpu_now >= s->first_cpu) {
+    uint64_t expected = 1 + (cpu_now - s->first_cpu) / g.period_ns;
+    if (expected > s->delivered) missing = expected - s->delivered, s->delivered = expected;
+  }
+  if (cpu_now > s->last_cpu) nanos = cpu_now - s->last_cpu, s->last_cpu = cpu_now;
+  if (!missing && !nanos) return;
   g.expirations.fetch_add(missing, std::memory_order_relaxed);
   g.credited.fetch_add(missing, std::memory_order_relaxed);
+  g.credited_nanos.fetch_add(nanos, std::memory_order_relaxed);
   if (s->last) {
-    Entry& e = g.table[s->last - 1];
-    e.count.fetch_add(missing, std::memory_order_relaxed);
-    e.nanos.fetch_add(missing * g.period_ns, std::memory_order_relaxed);
+    stack_table::add_to(s->last, missing, nanos);
   } else if (s->start_fn) {
     uint64_t pc = s->start_fn | stackwalk::kExact;
-    s->last = add(&pc, 1, s->tid.load(), s->serial, missing);
+    s->last = stack_table::add(&pc, 1, s->tid.load(), s->serial, missing, nanos);
   } else {
-    drop(missing * g.period_ns);
+    stack_table::drop(missing, nanos);
   }
 }
 
@@ -203,7 +130,7 @@ bool disarm(Slot* s, uint32_t to) {
 
 // Arms a timer on tid's CPU clock, first expiry at a random point of the
 // first period so that short-lived threads are not biased against.
-Slot* arm(pid_t tid, uint64_t start_fn) {
+Slot* arm(pid_t tid, uint64_t start_fn, bool own_exit) {
   Slot* s = claim_slot(int32_t(tid));
   if (!s) {
     g.timer_failures.fetch_add(1);
@@ -212,8 +139,9 @@ Slot* arm(pid_t tid, uint64_t start_fn) {
   clockid_t clock = thread_clock(tid);
   uint64_t first = 1 + xorshift(sys::now_ns(CLOCK_MONOTONIC) ^ uint64_t(tid) * 0x9e37) % g.period_ns;
   s->serial = g.serials.fetch_add(1, std::memory_order_relaxed) + 1;
-  s->delivered = 0, s->last = 0, s->start_fn = start_fn;
-  s->first_cpu = sys::now_ns(clock) + first;
+  s->delivered = 0, s->last = 0, s->start_fn = start_fn, s->own_exit = own_exit;
+  s->last_cpu = sys::now_ns(clock);
+  s->first_cpu = s->last_cpu + first;
   struct sigevent sev;
   memset(&sev, 0, sizeof sev);
   sev.sigev_notify = SIGEV_THREAD_ID;
@@ -236,15 +164,6 @@ Slot* arm(pid_t tid, uint64_t start_fn) {
   return s;
 }
 
-void record_name(uint32_t serial, int32_t tid, const char* name) {
-  if (serial == 0 || serial >= kMaxNames) return;
-  Name& n = g.names[serial];
-  n.tid = tid;
-  size_t len = strnlen(name, sizeof n.name - 1);
-  memcpy(n.name, name, len);
-  n.name[len] = 0;
-}
-
 void on_thread_exit(void* p) {
   Slot* s = static_cast<Slot*>(p);
   int32_t tid = int32_t(sys::gettid());
@@ -253,7 +172,7 @@ void on_thread_exit(void* p) {
   if (!disarm(s, kDead)) return;  // the stop has it
   char name[17] = {0};
   prctl(PR_GET_NAME, name, 0, 0, 0);
-  record_name(s->serial, tid, name);
+  stack_table::record_name(s->serial, tid, name);
   credit(s, sys::now_ns(CLOCK_THREAD_CPUTIME_ID));
   release(s);
 }
@@ -267,7 +186,7 @@ void record_comm(uint32_t serial, int32_t tid) {
   ssize_t r = read(fd, name, sizeof name - 1);
   close(fd);
   if (r > 0 && name[r - 1] == '\n') name[r - 1] = 0;
-  if (r > 0) record_name(serial, tid, name);
+  if (r > 0) stack_table::record_name(serial, tid, name);
 }
 
 bool has_slot(int32_t tid) {
@@ -284,37 +203,30 @@ void arm_existing_threads() {
     // No exit destructor runs for a thread we did not start: its name now,
     // in case it ends before the stop (the stop reads it again if not).
     if (tid > 0 && !has_slot(tid))
-      if (Slot* s = arm(tid, 0)) record_comm(s->serial, tid);
+      if (Slot* s = arm(tid, 0, false)) record_comm(s->serial, tid);
   }
   closedir(d);
 }
 
 bool map_tables(std::string* err) {
   g.slots = static_cast<Slot*>(map_zeroed(sizeof(Slot) * kMaxSlots));
-  g.table = static_cast<Entry*>(map_zeroed(sizeof(Entry) * kTableSize));
-  g.arena = static_cast<uint64_t*>(map_zeroed(sizeof(uint64_t) * kArenaWords));
-  g.names = static_cast<Name*>(map_zeroed(sizeof(Name) * kMaxNames));
-  g.log = static_cast<uint32_t*>(map_zeroed(sizeof(uint32_t) * kTableSize));
-  if (!g.slots || !g.table || !g.arena || !g.names || !g.log) {
+  if (!g.slots) {
     *err = std::string("cannot map the CPU sample table: ") + strerror(errno);
     return false;
   }
-  g.arena_used = 0, g.log_used = 0, g.serials = 0;
-  g.signals = 0, g.expirations = 0, g.credited = 0, g.dropped = 0, g.dropped_nanos = 0, g.threads = 0,
-  g.timer_failures = 0;
+  if (!stack_table::map(err)) return false;
+  g.serials = 0;
+  g.signals = 0, g.expirations = 0, g.credited = 0, g.credited_nanos = 0, g.threads = 0, g.timer_failures = 0;
   return true;
 }
 
 void unmap_tables() {
   munmap(g.slots, sizeof(Slot) * kMaxSlots);
-  munmap(g.table, sizeof(Entry) * kTableSize);
-  munmap(g.arena, sizeof(uint64_t) * kArenaWords);
-  munmap(g.names, sizeof(Name) * kMaxNames);
-  munmap(g.log, sizeof(uint32_t) * kTableSize);
+  stack_table::unmap();
 }
 
-bool arm_self(std::string* err) {
-  Slot* self = arm(sys::gettid(), 0);
+bool arm_self(std::string* err, uint64_t start_fn = 0) {
+  Slot* self = arm(sys::gettid(), start_fn, false);
   if (!self) {
     g.enabled.store(false);
     *err = std::string("cannot create a per-thread CPU timer: ") + strerror(errno);
@@ -329,10 +241,6 @@ void wait_in_flight() {
     struct timespec ts = {0, 100000};
     nanosleep(&ts, nullptr);
   }
-}
-
-Stack stack_of(const Entry& e) {
-  return {g.arena + e.off, e.depth, e.tid, e.serial, e.count.load(), e.nanos.load()};
 }
 
 }  // namespace
@@ -353,18 +261,24 @@ void on_timer(siginfo_t* si, void* uc) {
   if (g.enabled.load() && s->state.load(std::memory_order_acquire) == kLive &&
       s->tid.load(std::memory_order_acquire) == tid) {
     uint64_t n = 1 + uint64_t(si->si_overrun > 0 ? si->si_overrun : 0);
+    // Weighted by the thread's own clock since its previous sample: the
+    // kernel delivers at its tick, later than the expiry and by varying
+    // amounts, and the first expiry is a random part of a period.
+    uint64_t cpu = sys::now_ns(CLOCK_THREAD_CPUTIME_ID);
+    uint64_t w = cpu > s->last_cpu ? cpu - s->last_cpu : 0;
+    if (cpu > s->last_cpu) s->last_cpu = cpu;
     uint64_t pcs[kMaxDepth];
     int depth = stackwalk::from_signal(uc, pcs, kMaxDepth);
     s->delivered += n;
     // A thread the shim did not start has no exit destructor to record its
     // name: its name as of its latest sample (one system call).
-    if (!s->start_fn) {
+    if (!s->own_exit) {
       char name[17] = {0};
-      if (prctl(PR_GET_NAME, name, 0, 0, 0) == 0) record_name(s->serial, tid, name);
+      if (prctl(PR_GET_NAME, name, 0, 0, 0) == 0) stack_table::record_name(s->serial, tid, name);
     }
     g.signals.fetch_add(1, std::memory_order_relaxed);
     g.expirations.fetch_add(n, std::memory_order_relaxed);
-    if (uint32_t idx = add(pcs, uint32_t(depth), tid, s->serial, n)) s->last = idx;
+    if (uint32_t ref = stack_table::add(pcs, uint32_t(depth), tid, s->serial, n, w)) s->last = ref;
   }
   g.in_flight.fetch_sub(1);
 }
@@ -373,12 +287,11 @@ void on_lost_timer(const siginfo_t* si) {
   Slot* s = static_cast<Slot*>(si->si_value.sival_ptr);
   if (!g.enabled.load() || s->state.load() != kLive || s->tid.load() != int32_t(sys::gettid()) || !s->last)
     return;  // with no stack yet, the thread's end credits these expirations
+  // Its CPU is the next sample's, or the thread's end's, by the clock.
   uint64_t n = 1 + uint64_t(si->si_overrun > 0 ? si->si_overrun : 0);
   s->delivered += n;
   g.expirations.fetch_add(n, std::memory_order_relaxed);
-  Entry& e = g.table[s->last - 1];
-  e.count.fetch_add(n, std::memory_order_relaxed);
-  e.nanos.fetch_add(n * g.period_ns, std::memory_order_relaxed);
+  stack_table::add_to(s->last, n, 0);
 }
 
 bool start(uint32_t hz, std::string* err) {
@@ -413,9 +326,12 @@ void resume_after_fork_in_parent() {
 void reset_after_fork() {
   g.in_flight.store(0);
   g_forks.store(0);
-  if (!g.table || !g_was_enabled_at_fork) return;
+  if (!stack_table::mapped() || !g_was_enabled_at_fork) return;
   // Timers are not inherited by fork and the samples so far are the
-  // parent's: the child starts from empty tables, with one thread.
+  // parent's: the child starts from empty tables, with one thread, whose
+  // start routine (or main) is still where its CPU goes without a sample.
+  Slot* was = static_cast<Slot*>(pthread_getspecific(g.key));
+  uint64_t start_fn = was >= g.slots && was < g.slots + kMaxSlots ? was->start_fn : 0;
   unmap_tables();
   std::string err;
   if (!map_tables(&err)) {
@@ -423,11 +339,11 @@ void reset_after_fork() {
     return;
   }
   g.enabled.store(true);
-  arm_self(&err);
+  arm_self(&err, start_fn);
 }
 
 void resume() {
-  if (!g.table || g.enabled.load()) return;
+  if (!stack_table::mapped() || g.enabled.load()) return;
   for (uint32_t i = 0; i < kMaxSlots; ++i) {
     uint32_t st = g.slots[i].state.load();
     if (st == kDead || st == kStopped) release(&g.slots[i]);
@@ -438,7 +354,13 @@ void resume() {
 
 void thread_begin(void* start_fn) {
   if (!running() || pthread_getspecific(g.key)) return;
-  if (Slot* s = arm(sys::gettid(), reinterpret_cast<uint64_t>(start_fn))) pthread_setspecific(g.key, s);
+  if (Slot* s = arm(sys::gettid(), reinterpret_cast<uint64_t>(start_fn), true)) pthread_setspecific(g.key, s);
+}
+
+void main_begins(void* main_fn) {
+  if (!running()) return;
+  Slot* s = static_cast<Slot*>(pthread_getspecific(g.key));
+  if (s && s->tid.load() == int32_t(sys::gettid()) && !s->start_fn) s->start_fn = reinterpret_cast<uint64_t>(main_fn);
 }
 
 void stop() {
@@ -455,35 +377,18 @@ void stop() {
   }
 }
 
-void for_each(void (*fn)(const Stack&, void*), void* arg) {
-  if (!g.table) return;
-  for (uint32_t i = 0; i < kTableSize; ++i) {
-    Entry& e = g.table[i];
-    if (e.state.load(std::memory_order_acquire) != 2 || e.depth == 0) continue;
-    fn(stack_of(e), arg);
-  }
-}
+void for_each(void (*fn)(const Stack&, void*), void* arg) { stack_table::for_each(fn, arg); }
 
 void for_each_since(uint64_t* cursor, void (*fn)(const Stack&, void*), void* arg) {
-  if (!g.log) return;
-  uint64_t end = g.log_used.load(std::memory_order_acquire);
-  if (end > kTableSize) end = kTableSize;
-  for (; *cursor < end; ++*cursor) {
-    uint32_t v = __atomic_load_n(&g.log[*cursor], __ATOMIC_ACQUIRE);
-    if (v == 0) break;  // still being written: next time
-    Entry& e = g.table[v - 1];
-    if (e.depth) fn(stack_of(e), arg);
-  }
+  stack_table::for_each_since(cursor, fn, arg);
 }
 
 Stats stats() {
-  return {g.signals.load(),  g.expirations.load(),   g.credited.load(),         g.dropped.load(),
-          g.dropped_nanos.load(), g.threads.load(), g.timer_failures.load()};
+  return {g.signals.load(),        g.expirations.load(),         g.credited.load(),
+          g.credited_nanos.load(), stack_table::dropped(),       stack_table::dropped_nanos(),
+          g.threads.load(),        g.timer_failures.load()};
 }
 
-std::string thread_name(uint32_t serial) {
-  if (!g.names || serial == 0 || serial >= kMaxNames) return "";
-  return g.names[serial].name;
-}
+std::string thread_name(uint32_t serial) { return stack_table::name(serial); }
 
 }  // namespace sampler

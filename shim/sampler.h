@@ -1,12 +1,14 @@
 // sampler: the CPU profiler. One POSIX timer per thread on that thread's own
 // CPU clock, delivered to that thread (SIGEV_THREAD_ID) as the shim's signal
 // (own_signal.h dispatches it here); the handler unwinds and adds the stack
-// to a lock-free table in mmap'd memory. Each signal stands for 1 + its
-// overrun expirations of the period -- the kernel checks CPU timers at its
-// tick, so at rates above the tick one signal carries several -- and the
-// expirations a thread reached after its last signal (it ended, or the stop
-// came, before the next tick looked) are credited at its end: totals are
-// true at any rate and for threads that live a few milliseconds.
+// to a lock-free table in mmap'd memory. Each signal counts 1 + its overrun
+// expirations of the period (samples/count) -- the kernel checks CPU timers
+// at its tick, so at rates above the tick one signal carries several -- and
+// weighs the CPU its thread used since its previous sample, by the thread's
+// own clock (cpu/nanoseconds). What a thread used after its last signal (it
+// ended, or the stop came, before the next tick looked) is credited at its
+// end, expirations and CPU: totals are true at any rate and for threads
+// that live a few milliseconds.
 //
 // Signal-handler contract (gperftools' profiledata.h style):
 //  - Only on_timer() runs in signal context. It touches the slot named by
@@ -33,6 +35,9 @@ bool running();
 // is deleted by a thread-exit destructor, which credits the thread's last
 // expirations.
 void thread_begin(void* start_fn);
+// On the main thread, as main is called: main is where its CPU goes if it
+// ends with no sample (a main that only starts and joins threads).
+void main_begins(void* main_fn);
 // Disable, delete all timers, wait for handlers in flight (<= 100 ms),
 // credit every live thread's last expirations.
 void stop();
@@ -59,7 +64,7 @@ struct Stack {
   int32_t tid;
   uint32_t serial;      // the thread's own number, never reused (tids are)
   uint64_t count;       // expirations of the period these samples stand for
-  uint64_t nanos;       // count x period
+  uint64_t nanos;       // the CPU they weigh, by the thread's clock (about count x period)
 };
 // Calls fn for every published stack. Safe while sampling goes on: once
 // published, an entry's thread, depth and pcs never change; only its count
@@ -73,6 +78,7 @@ struct Stats {
   uint64_t signals;      // timer signals taken
   uint64_t expirations;  // periods they and the end-of-thread credits stand for
   uint64_t credited;     // of which credited at a thread's end or the stop
+  uint64_t credited_nanos;  // CPU credited there
   uint64_t dropped, dropped_nanos, threads, timer_failures;
 };
 Stats stats();

@@ -1,7 +1,9 @@
 // summary: the one-line report; see summary.h.
 #include "summary.h"
 
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 namespace summary {
 namespace {
@@ -9,6 +11,15 @@ namespace {
 std::string mib(uint64_t bytes) {
   char b[32];
   snprintf(b, sizeof b, "%.1f MiB", double(bytes) / (1024.0 * 1024.0));
+  return b;
+}
+
+// Seconds to two decimals, from whole hundredths, so that figures printed
+// this way and differences of them add up on the line.
+long long hundredths(double s) { return llround(s * 100); }
+std::string secs(long long h) {
+  char b[32];
+  snprintf(b, sizeof b, "%s%lld.%02lld", h < 0 ? "-" : "", llabs(h) / 100, llabs(h) % 100);
   return b;
 }
 
@@ -21,11 +32,11 @@ std::string format(const Figures& f) {
   if (f.hz == 0) {
     s += " | cpu profile off";
   } else {
-    // Samples are periods of 1/hz of a thread's CPU: the profile's CPU is
-    // samples/hz exactly, whatever rate the kernel's tick let through.
-    snprintf(b, sizeof b, " | cpu %.2f s in %llu samples at %u Hz", f.profiled_cpu_s,
-             (unsigned long long)f.samples, f.hz);
-    s += b;
+    // The profile's CPU (its cpu/nanoseconds total, by the threads' clocks)
+    // and its samples/count total: periods of 1/hz of a thread's CPU, about
+    // cpu x hz whatever rate the kernel's tick let through.
+    snprintf(b, sizeof b, " s in %llu samples at %u Hz", (unsigned long long)f.samples, f.hz);
+    s += " | cpu " + secs(hundredths(f.profiled_cpu_s)) + b;
   }
   if (f.unsampled_threads) {
     snprintf(b, sizeof b, ", %llu threads unsampled (no timer)", (unsigned long long)f.unsampled_threads);
@@ -36,7 +47,18 @@ std::string format(const Figures& f) {
              f.dropped_s);
     s += b;
   }
-  snprintf(b, sizeof b, " | process cpu %.2f s, wall %.2f s | peak rss ", f.cpu_s, f.wall_s);
+  // The CPU the profile does not cover, where a log reader compares the
+  // profile with `time` or a service's accounting: the gap up to the stop
+  // (setup before sampling, the shim's own threads, dropped samples), and
+  // everything after it -- the program's atexit handlers and static
+  // destructors run once this line is out, so it can only say they are not
+  // in the profile, never how much they used.
+  s += " | process cpu " + secs(hundredths(f.cpu_to_stop_s)) + " s to the stop";
+  if (f.hz) {
+    long long gap = hundredths(f.cpu_to_stop_s) - hundredths(f.profiled_cpu_s);
+    s += ", " + secs(gap > 0 ? gap : 0) + " s of it not in the profile (nor is any cpu after the stop)";
+  }
+  snprintf(b, sizeof b, " | wall %.2f s | peak rss ", f.wall_s);
   s += b + mib(f.peak_rss_bytes) + " | heap in use " + mib(f.heap_inuse_bytes);
   if (!f.heap_seen) s += " (the program's own malloc serves it: heap not profiled)";
   snprintf(b, sizeof b, " | stop %.0f ms (symbols %.0f ms)", f.stop_ms, f.symbolize_ms);

@@ -15,10 +15,15 @@ struct Figures {
   uint64_t signals = 0;            // timer signals that brought them
   uint64_t credited = 0;           // of samples, credited at a thread's end or the stop
   double profiled_cpu_s = 0;       // the CPU profile's total
-  uint64_t dropped = 0;            // samples the table had no room for
-  double dropped_s = 0;            // CPU they stood for
+  uint64_t dropped = 0;            // periods lost: the table was full, or a thread with
+  double dropped_s = 0;            // no sample and no known start routine ended; their CPU
   uint64_t unsampled_threads = 0;  // threads the kernel gave no CPU timer
-  double wall_s = 0, cpu_s = 0;    // the image's, from its start to the stop
+  // The image's CPU (all its threads, the shim's included) from the shim's
+  // load to the moment the CPU profiler stopped: what the profile could
+  // have covered. What it used after (the rest of the stop, the program's
+  // teardown) no profile of this image holds.
+  double cpu_to_stop_s = 0;
+  double wall_s = 0;               // from the shim's load to the stop
   uint64_t peak_rss_bytes = 0;
   uint64_t heap_inuse_bytes = 0;   // the heap profile's inuse_space total
   bool heap_seen = true;           // false: the program's malloc is not ours
