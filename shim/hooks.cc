@@ -47,7 +47,7 @@ PROFSHIM_WRAPPER int main_wrapper(int argc, char** argv, char** envp) {
 struct Start {
   void* (*fn)(void*);
   void* arg;
-  bool view;  // the creator's view of the shim's signal in its mask
+  uint64_t view;  // the creator's view of the signals the shim keeps out of masks
 };
 
 PROFSHIM_WRAPPER void* thread_start(void* p) {
@@ -280,7 +280,7 @@ EXPORT int pthread_create(pthread_t* t, const pthread_attr_t* attr, void* (*fn)(
   Start* s = static_cast<Start*>(malloc(sizeof(Start)));
   heap::set_thread_active(was);
   if (!s) return real::pthread_create()(t, attr, fn, arg);
-  *s = {fn, arg, sigmask::view()};
+  *s = {fn, arg, sigmask::view_bits()};
   lifecycle::thread_creating();
   int rc = real::pthread_create()(t, attr, thread_start, s);
   if (rc != 0) {

@@ -4,7 +4,10 @@
 // blocked, never waited for by the program). Each passes straight through
 // when inert and costs the one system call it costs without the shim.
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
 #include <time.h>
 
 #include "own_signal.h"
@@ -96,16 +99,45 @@ EXPORT int pthread_sigmask(int how, const sigset_t* set, sigset_t* old) noexcept
   return masked(how, set, old, real::pthread_sigmask());
 }
 
+// glibc implements these with its internal sigprocmask, which no interposer
+// sees: through the interposed one, so the view stays the program's.
 EXPORT int sighold(int sig) noexcept {
-  if (sig != sigmask::ours() || !sig) return real::sighold()(sig);
-  sigmask::set_view(true);
-  return 0;
+  if (!sigmask::ours()) return real::sighold()(sig);
+  sigset_t one;
+  if (sigemptyset(&one) < 0 || sigaddset(&one, sig) < 0) return -1;
+  return sigprocmask(SIG_BLOCK, &one, nullptr);
 }
 
 EXPORT int sigrelse(int sig) noexcept {
-  if (sig != sigmask::ours() || !sig) return real::sigrelse()(sig);
-  sigmask::set_view(false);
-  return 0;
+  if (!sigmask::ours()) return real::sigrelse()(sig);
+  sigset_t one;
+  if (sigemptyset(&one) < 0 || sigaddset(&one, sig) < 0) return -1;
+  return sigprocmask(SIG_UNBLOCK, &one, nullptr);
+}
+
+// --- waits with a mask of their own --------------------------------------------
+// The mask passes unchanged (a waiting thread uses no CPU: no sample is
+// lost); the view follows it for the call, so a kept signal the shim holds
+// pending for the program is delivered or kept as the program asked.
+
+EXPORT int sigsuspend(const sigset_t* mask) {
+  sigmask::TempView view(mask);
+  return real::sigsuspend()(mask);
+}
+
+EXPORT int ppoll(struct pollfd* fds, nfds_t n, const struct timespec* timeout, const sigset_t* mask) {
+  sigmask::TempView view(mask);
+  return real::ppoll()(fds, n, timeout, mask);
+}
+
+EXPORT int pselect(int n, fd_set* r, fd_set* w, fd_set* e, const struct timespec* timeout, const sigset_t* mask) {
+  sigmask::TempView view(mask);
+  return real::pselect()(n, r, w, e, timeout, mask);
+}
+
+EXPORT int epoll_pwait(int epfd, struct epoll_event* ev, int max, int timeout, const sigset_t* mask) {
+  sigmask::TempView view(mask);
+  return real::epoll_pwait()(epfd, ev, max, timeout, mask);
 }
 
 // --- waits ----------------------------------------------------------------------

@@ -462,7 +462,7 @@ void thread_creating() { g_threads.fetch_add(1); }
 
 void thread_create_failed() { g_threads.fetch_sub(1); }
 
-void thread_started(bool creator_view, void* start_fn) {
+void thread_started(uint64_t creator_view, void* start_fn) {
   stackwalk::note_thread_stack();
   void* alt = signals::ensure_altstack();
   pthread_setspecific(g_thread_key, alt ? alt : reinterpret_cast<void*>(1));

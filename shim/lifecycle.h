@@ -16,6 +16,7 @@
 // taken again a millisecond later, when the thread has left it.
 #pragma once
 #include <signal.h>
+#include <stdint.h>
 
 namespace lifecycle {
 
@@ -59,6 +60,6 @@ void main_thread_exiting();
 // CPU it uses before its first sample), and its end armed.
 void thread_creating();
 void thread_create_failed();
-void thread_started(bool creator_view, void* start_fn);
+void thread_started(uint64_t creator_view, void* start_fn);
 
 }  // namespace lifecycle

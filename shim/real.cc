@@ -68,6 +68,10 @@ REAL(dup3, Dup3, "dup3", true)
 REAL(close_range, CloseRange, "close_range", false)
 REAL(closefrom, Closefrom, "closefrom", false)
 REAL(setsid, Setsid, "setsid", true)
+REAL(sigsuspend, Sigsuspend, "sigsuspend", true)
+REAL(ppoll, Ppoll, "ppoll", true)
+REAL(pselect, Pselect, "pselect", true)
+REAL(epoll_pwait, EpollPwait, "epoll_pwait", true)
 REAL(fclose, Fclose, "fclose", true)
 REAL(freopen, Freopen, "freopen", true)
 REAL(freopen64, Freopen, "freopen64", true)
@@ -82,6 +86,7 @@ void resolve_all() {
   libc_start_main(), pthread_create(), pthread_exit(), exit(), quick_exit(), _exit(), _Exit();
   sigaction(), signal(), sysv_signal(), sigset(), sigignore(), siginterrupt(), sighold(), sigrelse();
   sigprocmask(), pthread_sigmask(), sigwait(), sigwaitinfo(), sigtimedwait();
+  sigsuspend(), ppoll(), pselect(), epoll_pwait();
   close(), dup2(), dup3(), close_range(), closefrom(), setsid(), daemon(), fclose(), freopen(), freopen64();
   execve(), execvpe(), fexecve(), execveat(), dlclose();
 }

@@ -4,7 +4,10 @@
 #pragma once
 #include <pthread.h>
 #include <signal.h>
+#include <poll.h>
 #include <stdio.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
 
 namespace real {
 
@@ -25,6 +28,10 @@ using Dup3 = int (*)(int, int, int);
 using CloseRange = int (*)(unsigned, unsigned, int);
 using Closefrom = void (*)(int);
 using Setsid = pid_t (*)();
+using Sigsuspend = int (*)(const sigset_t*);
+using Ppoll = int (*)(struct pollfd*, nfds_t, const struct timespec*, const sigset_t*);
+using Pselect = int (*)(int, fd_set*, fd_set*, fd_set*, const struct timespec*, const sigset_t*);
+using EpollPwait = int (*)(int, struct epoll_event*, int, int, const sigset_t*);
 using Fclose = int (*)(FILE*);
 using Freopen = FILE* (*)(const char*, const char*, FILE*);
 using Execve = int (*)(const char*, char* const[], char* const[]);
@@ -63,6 +70,10 @@ Dup3 dup3();
 CloseRange close_range();  // may be null on an old libc
 Closefrom closefrom();      // may be null on an old libc
 Setsid setsid();
+Sigsuspend sigsuspend();
+Ppoll ppoll();
+Pselect pselect();
+EpollPwait epoll_pwait();
 Fclose fclose();
 Freopen freopen();
 Freopen freopen64();

@@ -1,4 +1,5 @@
-// sigmask: the program's view of the shim's signal in its masks; see sigmask.h.
+// sigmask: the program's view of the signals the shim keeps out of the
+// kernel's masks; see sigmask.h.
 #include "sigmask.h"
 
 #include <pthread.h>
@@ -9,21 +10,39 @@
 namespace sigmask {
 namespace {
 
-int g_sig;  // 0 when inert: every wrapper passes straight through
-__thread bool t_view;
+uint64_t g_kept;  // 0 when inert: every wrapper passes straight through
+int g_ours;
+__thread uint64_t t_view;  // the kept signals the program wants blocked on this thread
 __thread int t_internal;
 
-bool kernel_blocks(int sig) {
-  sigset_t cur;
-  sigemptyset(&cur);
-  return unfiltered(SIG_BLOCK, nullptr, &cur) == 0 && sigismember(&cur, sig) == 1;
+uint64_t bit(int sig) { return sig > 0 && sig <= 64 ? uint64_t(1) << (sig - 1) : 0; }
+
+// The kept signals a set names.
+uint64_t kept_in(const sigset_t* set) {
+  uint64_t out = 0;
+  for (uint64_t k = g_kept; k; k &= k - 1) {
+    int sig = __builtin_ctzll(k) + 1;
+    if (sigismember(set, sig) == 1) out |= bit(sig);
+  }
+  return out;
 }
 
-void unblock_in_kernel(int sig) {
-  sigset_t one;
-  sigemptyset(&one);
-  sigaddset(&one, sig);
-  unfiltered(SIG_UNBLOCK, &one, nullptr);
+void to_set(uint64_t bits, sigset_t* set) {
+  sigemptyset(set);
+  for (; bits; bits &= bits - 1) sigaddset(set, __builtin_ctzll(bits) + 1);
+}
+
+uint64_t kernel_blocked_kept() {
+  sigset_t cur;
+  sigemptyset(&cur);
+  return unfiltered(SIG_BLOCK, nullptr, &cur) == 0 ? kept_in(&cur) : 0;
+}
+
+void kernel(int how, uint64_t bits) {
+  if (!bits) return;
+  sigset_t set;
+  to_set(bits, &set);
+  unfiltered(how, &set, nullptr);
 }
 
 }  // namespace
@@ -38,36 +57,39 @@ int unfiltered(int how, const sigset_t* set, sigset_t* old) {
   return real::pthread_sigmask()(how, set, old);
 }
 
-void setup(int sig) {
-  if (kernel_blocks(sig)) {
-    t_view = true;
-    unblock_in_kernel(sig);
-  }
-  g_sig = sig;
+void setup(int ours) {
+  g_ours = ours;
+  g_kept = bit(ours) | bit(SIGSEGV) | bit(SIGBUS) | bit(SIGFPE) | bit(SIGILL);
+  t_view = kernel_blocked_kept();
+  kernel(SIG_UNBLOCK, t_view);
 }
 
-int ours() { return g_sig; }
+int ours() { return g_ours; }
 
-bool view() { return t_view; }
+bool view() { return t_view & bit(g_ours); }
 
-void set_view(bool blocked) { t_view = blocked; }
+bool view_blocks(int sig) { return t_view & bit(sig); }
+
+void set_view(bool blocked) { t_view = blocked ? (t_view | bit(g_ours)) : (t_view & ~bit(g_ours)); }
+
+uint64_t view_bits() { return t_view; }
 
 void prepare(int how, const sigset_t* set, Change* c) {
   c->set = set;
   c->before = c->after = t_view;
-  if (!set || !g_sig) return;
-  bool has = sigismember(set, g_sig) == 1;
+  if (!set || !g_kept) return;
+  uint64_t named = kept_in(set);
   if (how == SIG_BLOCK || how == SIG_SETMASK) {
-    c->after = how == SIG_SETMASK ? has : (has || c->before);
-    if (has) {
+    c->after = how == SIG_SETMASK ? named : (c->before | named);
+    if (named) {
       memcpy(&c->copy, set, sizeof c->copy);
-      sigdelset(&c->copy, g_sig);
+      for (uint64_t k = named; k; k &= k - 1) sigdelset(&c->copy, __builtin_ctzll(k) + 1);
       c->set = &c->copy;
     }
-  } else if (how == SIG_UNBLOCK && has) {
-    // Passed down as it is: unblocking ours is always right (an external
-    // signal of that number, kept pending for the program, waits behind it).
-    c->after = false;
+  } else if (how == SIG_UNBLOCK) {
+    // Passed down as it is: unblocking a kept signal is always right (an
+    // external one, kept pending for the program, waits behind it).
+    c->after = c->before & ~named;
   }
   // Before the call: a signal delivered on its way back must already see
   // the program's new view.
@@ -79,28 +101,35 @@ void commit(const Change& c, int rc, sigset_t* old) {
     t_view = c.before;
     return;
   }
-  if (old && c.before && g_sig) sigaddset(old, g_sig);
+  if (old)
+    for (uint64_t k = c.before; k; k &= k - 1) sigaddset(old, __builtin_ctzll(k) + 1);
 }
 
-void thread_begin(bool creator_view) {
-  if (!g_sig) return;
-  t_view = creator_view;
-  if (kernel_blocks(g_sig)) {
-    t_view = true;
-    unblock_in_kernel(g_sig);
-  }
+TempView::TempView(const sigset_t* mask) : saved(t_view), active(mask && g_kept) {
+  if (active) t_view = kept_in(mask);
+}
+TempView::~TempView() {
+  if (active) t_view = saved;
+}
+
+void unblock_for_program(int sig) {
+  t_view &= ~bit(sig);
+  kernel(SIG_UNBLOCK, bit(sig));
+}
+
+void thread_begin(uint64_t creator_view) {
+  if (!g_kept) return;
+  uint64_t blocked = kernel_blocked_kept();
+  t_view = creator_view | blocked;
+  kernel(SIG_UNBLOCK, blocked);
 }
 
 void before_exec() {
-  if (!g_sig || !t_view) return;
-  sigset_t one;
-  sigemptyset(&one);
-  sigaddset(&one, g_sig);
-  unfiltered(SIG_BLOCK, &one, nullptr);
+  if (g_kept) kernel(SIG_BLOCK, t_view);
 }
 
 void after_failed_exec() {
-  if (g_sig && t_view) unblock_in_kernel(g_sig);
+  if (g_kept) kernel(SIG_UNBLOCK, t_view);
 }
 
 }  // namespace sigmask

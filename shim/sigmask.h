@@ -5,8 +5,13 @@
 // created after pthread_sigmask(SIG_BLOCK, all) would otherwise never get a
 // CPU sample.
 //
-// Per thread, one bit remembers whether the program wants our signal
-// blocked (its view); the kernel's mask never has it. The wrappers of the
+// The same holds for the synchronous faults (SIGSEGV, SIGBUS, SIGFPE,
+// SIGILL): the kernel kills a thread that faults with one blocked without
+// running any handler, so a crash in a worker that blocks every signal would
+// leave no profile.
+//
+// Per thread, a bit per kept signal remembers whether the program wants it
+// blocked (its view); the kernel's mask never has them. The wrappers of the
 // persistent mask calls (sigprocmask, pthread_sigmask, sighold, sigrelse,
 // sigset's SIG_HOLD) filter what they pass down and add the bit back to
 // what they report; each stays one system call. Masks that only last a call
@@ -17,19 +22,37 @@
 // Signal-safe: a thread-local bit and the raw system call.
 #pragma once
 #include <signal.h>
+#include <stdint.h>
 
 namespace sigmask {
 
-// Profiling is active and sig is the shim's: filter from now on. Reads the
-// calling (main) thread's kernel mask: a mask inherited across exec that
-// blocks our signal becomes that thread's view, and the kernel's is cleared.
-void setup(int sig);
+// Profiling is active and ours is the shim's signal: filter from now on.
+// Reads the calling (main) thread's kernel mask: a mask inherited across
+// exec that blocks a kept signal becomes that thread's view, and the
+// kernel's is cleared.
+void setup(int ours);
 // 0 when inert.
 int ours();
 
-// The program's view for the calling thread.
+// The program's view for the calling thread: of the shim's signal, of any
+// kept signal, and all of it (a new thread inherits its creator's).
 bool view();
+bool view_blocks(int sig);
 void set_view(bool blocked);
+uint64_t view_bits();
+// sigrelse(sig) / a signal the program unblocks outright: view and kernel.
+void unblock_for_program(int sig);
+
+// For a call that waits with a mask of its own (sigsuspend, ppoll,
+// pselect, epoll_pwait): the view is that mask's while it waits, so a signal
+// the shim kept pending for the program is delivered or kept as the
+// program's temporary mask says.
+struct TempView {
+  uint64_t saved;
+  bool active;
+  explicit TempView(const sigset_t* mask);
+  ~TempView();
+};
 
 // A persistent mask change: prepare() gives the set to hand the kernel (set
 // itself, or c->copy without our signal) and records the view the call
@@ -37,16 +60,16 @@ void set_view(bool blocked);
 // adds our signal to *old where the view had it.
 struct Change {
   const sigset_t* set;
-  bool before, after;
+  uint64_t before, after;
   sigset_t copy;
 };
 void prepare(int how, const sigset_t* set, Change* c);
 void commit(const Change& c, int rc, sigset_t* old);
 
-// In a thread's first instruction: the view its creator had, and our
-// signal unblocked if the kernel gave the thread a mask with it
+// In a thread's first instruction: the view its creator had, and the kept
+// signals unblocked if the kernel gave the thread a mask with them
 // (pthread_attr_setsigmask_np, a creator that blocked everything).
-void thread_begin(bool creator_view);
+void thread_begin(uint64_t creator_view);
 
 // Around exec: the kernel mask the new image inherits is the program's
 // view (a program that blocks everything and execs passes that on); undone
