@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -102,6 +103,15 @@ bool synchronous_fault(int sig, const siginfo_t* si) {
 void fatal(int sig, siginfo_t* si, void* uc) {
   int saved = errno;
   sigmask::Internal inside;
+  // A fault signal sent (kill, raise) to a thread whose mask the program
+  // has blocking it: the kernel's mask does not have it (sigmask.h), so it
+  // is kept pending and blocked here, as it would have been.
+  if (!synchronous_fault(sig, si) && sigmask::view_blocks(sig)) {
+    sigaddset(&static_cast<ucontext_t*>(uc)->uc_sigmask, sig);
+    syscall(SYS_rt_tgsigqueueinfo, syscall(SYS_getpid), sys::gettid(), sig, si);
+    errno = saved;
+    return;
+  }
   if (lifecycle::stop_on_fatal(sig, si, uc)) {  // deferred: the signal comes again shortly
     errno = saved;
     return;
