@@ -19,13 +19,14 @@ SHIM_OBJS := $(patsubst shim/%.cc,$(BUILD)/shim/%.o,$(SHIM_SRCS))
 # The allocator lives inside the shim (a preloaded object's own dependencies
 # come after libc in lookup, so -ljemalloc would not serve malloc). libunwind
 # and libdw are dlopen()ed RTLD_LOCAL only when profiling is active, so their
-# symbols never bind for the host; jemalloc's _Unwind_Backtrace binds to
-# libgcc_s (docs/DESIGN.md).
+# symbols never bind for the host. libgcc's unwinder is linked in, hidden:
+# jemalloc's _Unwind_Backtrace binds to it at link time, never to libunwind's,
+# and an inert process maps no libgcc_s (docs/DESIGN.md).
 SHIM_LDFLAGS := -shared -Wl,--version-script=shim/exports.map \
                 -Wl,-z,nodelete -Wl,--no-undefined \
-                -static-libstdc++ -Wl,--as-needed
+                -static-libstdc++ -static-libgcc -Wl,--as-needed
 SHIM_LDLIBS  := -Wl,--whole-archive $(BUILD)/jemalloc_pic.a -Wl,--no-whole-archive \
-                -lgcc_s -lz -ldl -lpthread -lm
+                -lz -ldl -lpthread -lm
 
 .PHONY: all deps test unit integration demo bench bench-smoke clean install
 
@@ -49,7 +50,7 @@ $(BUILD)/jemalloc_pic.a: $(LIBDIR)/libjemalloc_pic.a | $(BUILD)/.deps-ok
 	objcopy --rename-section .text=profshim_alloc --rename-section .text.unlikely=profshim_alloc \
 	        --rename-section .text.startup=profshim_alloc $< $@
 
-$(LIB): $(SHIM_OBJS) shim/exports.map $(BUILD)/jemalloc_pic.a
+$(LIB): $(SHIM_OBJS) shim/exports.map $(BUILD)/jemalloc_pic.a Makefile scripts/check-exports
 	$(CXX) $(CXXFLAGS) $(SHIM_LDFLAGS) -o $@.tmp $(SHIM_OBJS) $(SHIM_LDLIBS)
 	@scripts/check-exports $@.tmp
 	@mv -f $@.tmp $@  # a process loading the shim never sees a half-written file
