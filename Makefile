@@ -26,7 +26,7 @@ SHIM_LDFLAGS := -shared -Wl,--version-script=shim/exports.map \
                 -Wl,-z,nodelete -Wl,--no-undefined \
                 -static-libstdc++ -static-libgcc -Wl,--as-needed
 SHIM_LDLIBS  := -Wl,--whole-archive $(BUILD)/jemalloc_pic.a -Wl,--no-whole-archive \
-                -lz -ldl -lpthread
+                -ldl -lpthread
 
 .PHONY: all deps test unit integration demo bench bench-smoke clean install
 

@@ -20,6 +20,7 @@
 #include "atomic_file.h"
 #include "config.h"
 #include "finish.h"
+#include "gzip.h"
 #include "heap.h"
 #include "real.h"
 #include "sampler.h"
@@ -262,6 +263,7 @@ void setup() {
            "it would have",
            double(cfg().stop_timeout_ms) / 1000.0);
   if (!symbolize::load_libdw(&err)) fail(err);
+  if (!gzip::load(&err)) fail(err);
   if (cfg().heap_sample) {
     if (!heap::available(&err) || !heap::start(cfg().heap_lg_sample, &err)) fail(err);
   } else {
