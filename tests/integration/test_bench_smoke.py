@@ -120,7 +120,8 @@ def test_bench_smoke(ctx):
     micro = [rows for header, rows in tabs if header == MICRO_COLUMNS]
     check(len(micro) == 1, "expected the threads/signal API table%s" % ctxmsg)
     mrows = {(r[0], r[1]): r for r in micro[0]}
-    want = {("`%s`" % b, c) for b in ("threads", "sigapi") for c in ("plain", "profshim inert", "profshim active")}
+    want = {("`%s`" % b, c) for b in ("threads", "sigapi", "mallocs")
+            for c in ("plain", "profshim inert", "profshim active")}
     check(set(mrows) == want, "micro rows: %s, want %s%s" % (sorted(mrows), sorted(want), ctxmsg))
     for key, r in mrows.items():
         check(r[2] == "1", "micro row %s: runs %r, expected 1%s" % (key, r[2], ctxmsg))
