@@ -125,8 +125,10 @@ def run(bench, run_program, rounds):
                                       if r["round"] in plain and plain[r["round"]][k] > 0])
             cfgs.append({"key": cfg, "label": label, "command": commands.get((m.key, cfg)),
                          "summary": {k: summarize([r[k] for r in good]) for k in ("loop_s", "cpu_s")},
+                         "parallel": summarize([r["cpu_s"] / r["loop_s"] for r in good if r["loop_s"] > 0]),
                          "ratio_to_plain": ratio, "runs": runs[(m.key, cfg)]})
         out.append({"key": m.key, "label": m.describe(count), "count": count, "unit": m.unit,
+                    "threads": (os.cpu_count() or 1) if m.per_core else 1,
                     "target": {"configuration": m.target_cfg, "limit": m.limit}, "configs": cfgs})
     return {"rounds": rounds, "warmup": 1 - first, "benchmarks": out}
 
@@ -183,6 +185,13 @@ def render(data, fmt_range, md_table):
         lim = b["target"]["limit"]
         L.append("- `%s`: %s. %s" % (b["key"], b["label"], "No target." if lim is None else "Target: %s ≤ %.1f× plain."
                                     % (dict(CONFIGS)[b["target"]["configuration"]], lim)))
+        if b["threads"] > 1:
+            par = ", ".join("%s %.2f" % (c["label"], c["parallel"]["median"]) for c in b["configs"] if c["parallel"])
+            L.append("  - Cores busy at once (loop CPU / loop wall, median): %s, of %d.%s" % (
+                par, b["threads"], "" if all(c["parallel"] and c["parallel"]["median"] >= 0.75 * b["threads"]
+                                             for c in b["configs"]) else
+                " Under %.1f: the machine was busy and the threads often did not run at the same moment, so "
+                "this run understates what they cost each other." % (0.75 * b["threads"])))
         for c in b["configs"]:
             L.append("  - %s: `%s`" % (c["label"], c["command"]))
     L.append("")
