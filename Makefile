@@ -17,10 +17,12 @@ SHIM_SRCS := $(wildcard shim/*.cc)
 SHIM_OBJS := $(patsubst shim/%.cc,$(BUILD)/shim/%.o,$(SHIM_SRCS))
 
 # The allocator lives inside the shim (a preloaded object's own dependencies
-# come after libc in lookup, so -ljemalloc would not serve malloc). libdw is
-# dlopen()ed RTLD_LOCAL only when profiling is active, so its symbols never
-# bind for the host; jemalloc's _Unwind_Backtrace, and the sampler's, bind
-# to libgcc's unwinder (docs/DESIGN.md).
+# come after libc in lookup, so -ljemalloc would not serve malloc). libdw
+# (and zlib) are dlopen()ed RTLD_LOCAL only when profiling is active, so
+# their symbols never bind for the host. libgcc's unwinder is linked in,
+# hidden: jemalloc's _Unwind_Backtrace and the sampler's walks use this
+# private copy, never a program's libunwind, and an inert process maps no
+# libgcc_s (docs/DESIGN.md).
 # -z now: every symbol the shim's signal handlers reach is bound at load,
 # never lazily inside a handler (the lazy resolver saves the whole vector
 # state on whatever stack the handler runs on).
@@ -28,7 +30,7 @@ SHIM_LDFLAGS := -shared -Wl,--version-script=shim/exports.map \
                 -Wl,-z,nodelete -Wl,-z,now -Wl,--no-undefined \
                 -static-libstdc++ -static-libgcc -Wl,--as-needed
 SHIM_LDLIBS  := -Wl,--whole-archive $(BUILD)/jemalloc_pic.a -Wl,--no-whole-archive \
-                -lz -ldl -lpthread -lm
+                -ldl -lpthread
 
 .PHONY: all deps test unit integration demo bench bench-smoke clean install
 
@@ -64,7 +66,7 @@ $(BUILD)/jemalloc_pic.a: $(LIBDIR)/libjemalloc_pic.a Makefile | $(BUILD)/.deps-o
 $(LIBDIR)/libjemalloc_pic.a:
 	@scripts/install-deps
 
-$(LIB): $(SHIM_OBJS) shim/exports.map $(BUILD)/jemalloc_pic.a
+$(LIB): $(SHIM_OBJS) shim/exports.map $(BUILD)/jemalloc_pic.a Makefile scripts/check-exports
 	$(CXX) $(CXXFLAGS) $(SHIM_LDFLAGS) -o $@.tmp $(SHIM_OBJS) $(SHIM_LDLIBS)
 	@scripts/check-exports $@.tmp
 	@mv -f $@.tmp $@  # a process loading the shim never sees a half-written file

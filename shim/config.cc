@@ -1,7 +1,6 @@
 // config: parses PROFILE_* strictly; see config.h.
 #include "config.h"
 
-#include <cmath>
 #include <cstring>
 
 namespace config {
@@ -91,11 +90,15 @@ std::string slug(const std::string& in) {
   return out.empty() ? "run" : out;
 }
 
+// In integers: libm's log2 would make the shim need libm (docs/DESIGN.md).
+// 2^k <= bytes < 2^(k+1) rounds up when bytes >= 2^(k+1/2), that is when
+// bytes^2 >= 2^(2k+1).
 unsigned lg_for_sample(uint64_t bytes) {
   if (bytes <= 1) return 0;
-  double lg = std::log2(double(bytes));
-  unsigned r = unsigned(std::floor(lg + 0.5));
-  return r > 62 ? 62 : r;
+  unsigned k = 63 - unsigned(__builtin_clzll(bytes));
+  unsigned __int128 sq = (unsigned __int128)bytes * bytes;
+  if (sq >= (unsigned __int128)1 << (2 * k + 1)) ++k;
+  return k > 62 ? 62 : k;
 }
 
 std::string parse(Getenv get, Config* out) {

@@ -2,6 +2,7 @@
 // Not signal-safe: zlib and std::string allocate.
 #include "gzip.h"
 
+#include <dlfcn.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -9,6 +10,18 @@
 namespace gzip {
 
 namespace {
+
+// zlib through dlopen, never a DT_NEEDED of the shim: an inert process maps
+// nothing of it (docs/DESIGN.md). Only the types and constants of zlib.h are
+// used at compile time; deflateInit2 is a macro over deflateInit2_.
+struct Zlib {
+  int (*deflateInit2_)(z_streamp, int, int, int, int, int, const char*, int);
+  int (*deflate)(z_streamp, int);
+  int (*deflateEnd)(z_streamp);
+  uLong (*deflateBound)(z_streamp, uLong);
+};
+Zlib g_z;
+bool g_loaded = false;
 
 // zlib counts in uInt (32 bits), so both directions go through in steps.
 constexpr size_t kStep = 256 * 1024;
@@ -37,7 +50,7 @@ int run_deflate(z_stream* zs, const std::string& in, std::string* out) {
     out->resize(used + kStep);
     zs->next_out = reinterpret_cast<Bytef*>(&(*out)[used]);
     zs->avail_out = static_cast<uInt>(kStep);
-    rc = deflate(zs, fed == in.size() ? Z_FINISH : Z_NO_FLUSH);
+    rc = g_z.deflate(zs, fed == in.size() ? Z_FINISH : Z_NO_FLUSH);
     out->resize(used + kStep - zs->avail_out);
     if (rc != Z_OK && rc != Z_STREAM_END) return rc;
   }
@@ -46,20 +59,47 @@ int run_deflate(z_stream* zs, const std::string& in, std::string* out) {
 
 }  // namespace
 
+bool load(std::string* err) {
+  if (g_loaded) return true;
+  void* h = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    if (err) *err = std::string("cannot load libz.so.1 (Debian package zlib1g): ") + dlerror();
+    return false;
+  }
+  Zlib z;
+  z.deflateInit2_ = reinterpret_cast<decltype(z.deflateInit2_)>(dlsym(h, "deflateInit2_"));
+  z.deflate = reinterpret_cast<decltype(z.deflate)>(dlsym(h, "deflate"));
+  z.deflateEnd = reinterpret_cast<decltype(z.deflateEnd)>(dlsym(h, "deflateEnd"));
+  z.deflateBound = reinterpret_cast<decltype(z.deflateBound)>(dlsym(h, "deflateBound"));
+  if (!z.deflateInit2_ || !z.deflate || !z.deflateEnd || !z.deflateBound) {
+    if (err) *err = "libz.so.1 lacks deflateInit2_, deflate, deflateEnd or deflateBound";
+    dlclose(h);
+    return false;
+  }
+  g_z = z;
+  g_loaded = true;
+  return true;
+}
+
 bool compress(const std::string& in, std::string* out, std::string* err) {
+  if (!g_loaded) {
+    if (err) *err = "zlib is not loaded (gzip::load was not called at setup)";
+    return false;
+  }
   z_stream zs{};
   // 16 + MAX_WBITS asks zlib for the gzip header and trailer, not zlib's own.
-  int rc = deflateInit2(&zs, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
+  int rc = g_z.deflateInit2_(&zs, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY, ZLIB_VERSION,
+                             int(sizeof(z_stream)));
   if (rc != Z_OK) return fail(err, "deflateInit2", rc, &zs);
   out->clear();
-  out->reserve(deflateBound(&zs, in.size()));
+  out->reserve(g_z.deflateBound(&zs, in.size()));
   rc = run_deflate(&zs, in, out);
   if (rc != Z_STREAM_END) {
     fail(err, "deflate", rc, &zs);
-    deflateEnd(&zs);
+    g_z.deflateEnd(&zs);
     return false;
   }
-  rc = deflateEnd(&zs);
+  rc = g_z.deflateEnd(&zs);
   if (rc != Z_OK) return fail(err, "deflateEnd", rc, &zs);
   return true;
 }

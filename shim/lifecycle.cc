@@ -19,6 +19,7 @@
 #include "errline.h"
 #include "finish.h"
 #include "freeze.h"
+#include "gzip.h"
 #include "heap.h"
 #include "image.h"
 #include "own_signal.h"
@@ -283,6 +284,7 @@ void setup(void*) {
   stackwalk::prime();
   stackwalk::note_unsafe_code();
   if (!symbolize::load_libdw(&err)) fail(err);
+  if (!gzip::load(&err)) fail(err);
   if (cfg().heap_sample) {
     if (!heap::available(&err) || !heap::start(cfg().heap_lg_sample, &err)) fail(err);
   } else {

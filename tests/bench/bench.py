@@ -11,17 +11,19 @@ and peak RSS (os.wait4's rusage), the bytes of the files written, profshim's
 own "stop N ms", and for the probe (tests/bench/probe.c) the stop latency
 measured from inside. Every figure is also a ratio to the plain run of the
 same round. Then a per-thread CPU accuracy check (tests/bench/burn_threads.c,
-8 threads on this machine's cores) of gperftools and profshim.
+8 threads on this machine's cores) of gperftools and profshim, and thread
+create+join and the signal API timed from inside (tests/bench/micro.py).
 
 Writes OUT/BENCHMARKS.md (regenerated whole) and OUT/benchmarks.json.
 
 usage: tests/bench/bench.py [--build DIR] [--out DIR] [--rounds N] [--smoke]
-                            [--allow-missing] [--keep]
+                            [--micro-rounds N] [--allow-missing] [--keep]
   --out     default docs/ of the repository (smoke: required, never docs/)
   --rounds  counted rounds after the warm-up round (default 7; fewer, but never
             fewer than 5, when another round would end past --budget-min, 22)
-  --smoke   one round, one small workload, two configurations, a small probe
-            and accuracy run: checks the harness itself in well under a minute
+  --smoke   one round, one small workload, two configurations, a small probe,
+            accuracy and micro run: checks the harness itself in well under a minute
+  --micro-rounds  counted rounds of the micro section (default 7)
   --allow-missing  skip configurations whose Debian package is missing
             (and say so) instead of failing
 Exit status: 0 when every run succeeded (targets missed are reported, not
@@ -67,10 +69,13 @@ HEAP_SAMPLE_LG = 19  # profshim's default PROFILE_HEAP_SAMPLE 524288 = 2^19
 CPU_HZ = 100  # profshim's default PROFILE_CPU_HZ
 MIN_ROUNDS = 5  # counted rounds the time budget never cuts below
 ACCURACY_S = 120  # about what the accuracy section takes
+MICRO_S = 60  # about what the micro section takes
 
 
 sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
 from common import find_go  # noqa: E402  (one place decides where go is)
+sys.path.insert(0, HERE)
+import micro  # noqa: E402
 
 
 # What the benchmark needs from Debian: (package, file that must exist, what for).
@@ -579,7 +584,7 @@ class Bench:
             # further round that would end past the budget (with the accuracy
             # section, about ACCURACY_S, still to run).
             if (not self.smoke and rnd >= MIN_ROUNDS and rnd < rounds
-                    and elapsed + took * 1.1 + ACCURACY_S > self.args.budget_min * 60):
+                    and elapsed + took * 1.1 + ACCURACY_S + MICRO_S > self.args.budget_min * 60):
                 self.log("stopping after %d counted rounds of %d: another would pass the %d min budget" % (
                     rnd, rounds, self.args.budget_min))
                 self.budget_cut = (rnd, rounds)
@@ -1009,6 +1014,8 @@ def render(bench, data):
     a(md_table(["workload", "stop ms (summary)", "of which symbols ms", "active − inert wall ms"], rows))
     a("")
 
+    L.extend(micro.render(data["micro"], fmt_range, md_table))
+
     # Accuracy
     acc = data["accuracy"]
     a("## Per-thread CPU accuracy")
@@ -1163,6 +1170,7 @@ def main():
     ap.add_argument("--budget-min", type=float, default=22,
                     help="stop adding counted rounds (but never below %d) when another would end past this" % MIN_ROUNDS)
     ap.add_argument("--accuracy-rounds", type=int, default=3)
+    ap.add_argument("--micro-rounds", type=int, default=7)
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--allow-missing", action="store_true")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir")
@@ -1193,6 +1201,7 @@ def main():
         bench.setup()
         runs = bench.main_rounds()
         acc = bench.accuracy()
+        micro_data = micro.run(bench, run_program, 1 if args.smoke else max(1, args.micro_rounds))
         workloads = analyze(bench, runs)
         data = {
             "schema": 1,
@@ -1214,9 +1223,10 @@ def main():
             "configurations": [{"key": c.key, "label": c.label, "description": c.describe} for c in CONFIGS],
             "workloads": workloads,
             "accuracy": acc,
+            "micro": micro_data,
             "problems": bench.problems,
         }
-        data["targets"] = targets(workloads)
+        data["targets"] = targets(workloads) + micro.targets(micro_data)
         data["notes"] = notes(data)
         data["elapsed_s"] = time.monotonic() - t0
         data["machine"]["load_end"] = " ".join((read_text("/proc/loadavg") or "? ? ?").split()[:3])

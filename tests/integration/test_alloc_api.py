@@ -55,3 +55,21 @@ def test_cxx_allocation_api(ctx):
 def test_cxx_allocation_api_dense_sampling(ctx):
     plain = ctx.run_plain(["alloc_api_cc"])
     _active(ctx, "alloc_api_cc", "alloc_api_cc: all ok", plain, PROFILE_HEAP_SAMPLE=4096)
+
+
+def _opt(ctx, name, malloc_conf, **vars):
+    """jemalloc's own report of an option (MALLOC_CONF=stats_print:true makes
+    it print its settings at exit), inert unless vars say otherwise."""
+    r = ctx.run(["hello"], MALLOC_CONF="stats_print:true" + malloc_conf, **vars)
+    lines = [l.strip() for l in r.stderr_lines if l.strip().startswith("opt.%s:" % name)]
+    check(r.rc == 0 and len(lines) == 1, "no single opt.%s line in jemalloc's stats\n%s" % (name, r.describe()))
+    return lines[0].split(":", 1)[1].strip()
+
+
+def test_one_arena_unless_malloc_conf_says_otherwise(ctx):
+    """narenas:1 is in the shim's boot options (a short-lived thread alone on
+    an arena purges it at exit: docs/ALLOCATOR.md), and a program's
+    MALLOC_CONF, read after them, can still change it."""
+    check(_opt(ctx, "narenas", "") == "1", "the shim should boot jemalloc with one arena")
+    check(_opt(ctx, "narenas", ",narenas:3") == "3", "MALLOC_CONF=narenas:3 should win over the shim's boot options")
+    check(_opt(ctx, "narenas", "", PROFILE_DIR=ctx.mkdtemp("prof")) == "1", "profiling should keep one arena")

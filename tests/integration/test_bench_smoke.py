@@ -1,6 +1,7 @@
 """`make bench`'s harness (tests/bench/bench.py) still runs and writes a sane
 table: its --smoke mode (one round, one small workload, plain + profshim
-active, the probe, a small accuracy run) into a temp dir, never docs/."""
+active, the probe, a small accuracy run, a small micro run) into a temp dir,
+never docs/."""
 
 import json
 import os
@@ -18,6 +19,7 @@ TABLE_COLUMNS = ["configuration", "runs", "wall s", "wall ×plain", "user+sys s"
                  "peak RSS MiB", "RSS ×plain", "files written", "stop ms (summary)"]
 PROBE_COLUMNS = ["configuration", "runs", "stop latency ms", "latency ×plain", "latency − plain ms",
                  "user+sys s", "peak RSS MiB", "files written"]
+MICRO_COLUMNS = ["benchmark", "configuration", "runs", "loop s", "loop ×plain", "loop cpu s", "cpu ×plain"]
 CELL_RE = re.compile(r"^(-?\d+(?:\.\d+)?)(?: s)? \((-?\d+(?:\.\d+)?)(?: s)?–(-?\d+(?:\.\d+)?)(?: s)?\)$")
 
 
@@ -67,8 +69,8 @@ def test_bench_smoke(ctx):
     data = json.load(open(json_path, encoding="utf-8"))
     ctxmsg = "\n--- BENCHMARKS.md ---\n" + indent(clip(md, 6000))
 
-    for section in ("## Targets", "## Results per workload", "## Stop latency", "## Per-thread CPU accuracy",
-                    "## Commands"):
+    for section in ("## Targets", "## Results per workload", "## Stop latency", "## Threads and the signal API",
+                    "## Per-thread CPU accuracy", "## Commands"):
         check(section in md, "no %r section in the smoke BENCHMARKS.md%s" % (section, ctxmsg))
     check("## Problems" not in md, "the smoke run reported problems%s" % ctxmsg)
 
@@ -114,6 +116,24 @@ def test_bench_smoke(ctx):
     for r in acc[0]:
         ratio = cell(r[4], "accuracy ratio " + r[0])[0]
         check(0.3 < ratio < 1.5, "accuracy ratio %.2f for %s is not sane%s" % (ratio, r[0], ctxmsg))
+
+    micro = [rows for header, rows in tabs if header == MICRO_COLUMNS]
+    check(len(micro) == 1, "expected the threads/signal API table%s" % ctxmsg)
+    mrows = {(r[0], r[1]): r for r in micro[0]}
+    want = {("`%s`" % b, c) for b in ("threads", "sigapi", "mallocs")
+            for c in ("plain", "profshim inert", "profshim active")}
+    check(set(mrows) == want, "micro rows: %s, want %s%s" % (sorted(mrows), sorted(want), ctxmsg))
+    for key, r in mrows.items():
+        check(r[2] == "1", "micro row %s: runs %r, expected 1%s" % (key, r[2], ctxmsg))
+        loop = cell(r[3], "%s loop" % (key,))[0]
+        check(0 < loop < 30, "micro row %s: loop %.3f s is not sane%s" % (key, loop, ctxmsg))
+        ratio = cell(r[4], "%s loop ratio" % (key,))[0]
+        check(0.01 < ratio < 100, "micro row %s: ratio %.3f is not sane%s" % (key, ratio, ctxmsg))
+        if key[1] == "plain":
+            check(ratio == 1.0, "plain's own ratio must be 1.000: %r%s" % (r[4], ctxmsg))
+    for b in ("threads", "sigapi"):
+        check(any(t["workload"] == b and t["met"] is not None for t in data["targets"]),
+              "no verdict for the %s target in benchmarks.json: %s" % (b, data["targets"]))
 
     # The machine-readable copy carries the same runs, with raw values.
     check(data.get("mode") == "smoke", "benchmarks.json mode %r" % data.get("mode"))

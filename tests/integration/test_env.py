@@ -58,6 +58,31 @@ def test_inert_ignores_other_variables(ctx):
     _inert_run(ctx, ["hello"], PROFILE_DIR="", PROFILE_CPU_HZ="10x")
 
 
+def _mapped_files(r):
+    return set(l for l in r.out.decode(errors="replace").splitlines() if l)
+
+
+def test_inert_maps_nothing_beyond_the_shim(ctx):
+    """An inert process maps the files a plain run maps, plus the shim: no
+    libz, libm, libgcc_s, libunwind or libdw (docs/DESIGN.md), even after
+    threads allocated across size classes."""
+    plain = ctx.run_plain(["maps_after_threads"])
+    inert = ctx.run(["maps_after_threads"])
+    for r in (plain, inert):
+        check(r.rc == 0, "maps_after_threads failed\n%s" % r.describe())
+    p, i = _mapped_files(plain), _mapped_files(inert)
+    shim = os.path.realpath(ctx.lib)
+    check(shim in i, "the shim %s is not among the inert run's mappings: %s" % (shim, sorted(i)))
+    check(i - p == {shim} and p - i == set(),
+          "inert maps %s beyond a plain run and lacks %s (want exactly the shim extra)" % (
+              sorted(i - p - {shim}), sorted(p - i)))
+    # The same program profiled does load them: the comparison can tell.
+    active = ctx.run(["maps_after_threads"], PROFILE_DIR=ctx.mkdtemp("prof"))
+    a = _mapped_files(active)
+    check(any("libz.so" in f for f in a) and any("libunwind" in f for f in a),
+          "profiled, the process should map libz and libunwind: %s\n%s" % (sorted(a), active.describe()))
+
+
 def _expect_setup_error(ctx, what, mentions=None, **vars):
     cwd = ctx.mkdtemp("cwd")
     r = ctx.run(["hello"], cwd=cwd, **vars)

@@ -92,6 +92,14 @@ TEST(heap_rate_rounds_to_nearest_power_of_two) {
   CHECK_EQ(config::lg_for_sample(1000000), 20u);  // log2 = 19.93
   CHECK_EQ(config::lg_for_sample(370000), 18u);   // log2 = 18.50 - a hair
   CHECK_EQ(config::lg_for_sample(1), 0u);
+  CHECK_EQ(config::lg_for_sample(2), 1u);
+  CHECK_EQ(config::lg_for_sample(3), 2u);                     // 2^1.5 = 2.83
+  CHECK_EQ(config::lg_for_sample(370727), 18u);               // 2^18.5 = 370727.6
+  CHECK_EQ(config::lg_for_sample(370728), 19u);
+  CHECK_EQ(config::lg_for_sample(3037000499ull), 31u);        // 2^31.5 = 3037000499.98
+  CHECK_EQ(config::lg_for_sample(3037000500ull), 32u);
+  CHECK_EQ(config::lg_for_sample(uint64_t(1) << 62), 62u);
+  CHECK_EQ(config::lg_for_sample(~uint64_t(0)), 62u);         // jemalloc's limit
 }
 
 TEST(unknown_profile_variables_are_named) {

@@ -1,4 +1,5 @@
-// gzip_test: gzip::compress output is one gzip member that zlib inflates back.
+// gzip_test: gzip::compress output is one gzip member that zlib inflates back;
+// before gzip::load it refuses, saying why.
 #include "gzip.h"
 
 #include <zlib.h>
@@ -35,7 +36,14 @@ bool is_gzip(const std::string& z) {
          static_cast<unsigned char>(z[1]) == 0x8b;
 }
 
+void load() {
+  std::string err;
+  CHECK(gzip::load(&err));
+  CHECK_EQ(err, std::string());
+}
+
 void round_trip(const std::string& in) {
+  load();
   std::string z, err, back;
   CHECK(gzip::compress(in, &z, &err));
   CHECK_EQ(err, std::string());
@@ -46,6 +54,18 @@ void round_trip(const std::string& in) {
 }
 
 }  // namespace
+
+// First in this file: the cases run in order, in one process.
+TEST(before_load_compress_fails_and_says_why) {
+  std::string z, err;
+  CHECK(!gzip::compress("abc", &z, &err));
+  CHECK(err.find("not loaded") != std::string::npos);
+}
+
+TEST(load_twice) {
+  load();
+  load();
+}
 
 TEST(empty) { round_trip(""); }
 
@@ -71,6 +91,7 @@ TEST(five_megabytes) {
 }
 
 TEST(output_is_replaced_not_appended) {
+  load();
   std::string z = "stale", err, back;
   CHECK(gzip::compress("abc", &z, &err));
   CHECK(is_gzip(z));

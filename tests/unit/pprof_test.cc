@@ -38,7 +38,7 @@ bool write_profile(const Builder& b, const std::string& file) {
   std::string err = b.check_valid();
   if (!err.empty()) std::fprintf(stderr, "  check_valid: %s\n", err.c_str());
   std::string gz;
-  if (!err.empty() || !gzip::compress(b.encode(), &gz, &err)) return false;
+  if (!err.empty() || !gzip::load(&err) || !gzip::compress(b.encode(), &gz, &err)) return false;
   FILE* f = std::fopen(file.c_str(), "wb");
   if (!f) return false;
   bool ok = std::fwrite(gz.data(), 1, gz.size(), f) == gz.size();
