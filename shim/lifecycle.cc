@@ -98,7 +98,7 @@ bool claim_stop(const char* how) {
   finish::Context& c = ctx();
   c.how = how;
   c.stop_mono_ns = sys::now_ns(CLOCK_MONOTONIC);
-  c.deadline_mono_ns = c.stop_mono_ns + cfg().stop_timeout_ms * 1000000ull;
+  __atomic_store_n(&c.deadline_mono_ns, c.stop_mono_ns + cfg().stop_timeout_ms * 1000000ull, __ATOMIC_RELEASE);
   return true;
 }
 
@@ -128,10 +128,15 @@ void finish_guarded(void* = nullptr) {
 // Waits for the stop, at most until its deadline; past it, says so once,
 // removes what is half-written, and lets the caller go on. Signal-safe.
 void wait_done() {
+  // The claimer sets the deadline just after its claim: a waiter that comes
+  // in between counts the bound from now (microseconds later than it).
+  uint64_t fallback = sys::now_ns(CLOCK_MONOTONIC) + cfg().stop_timeout_ms * 1000000ull;
   for (;;) {
     if (__atomic_load_n(&g_done, __ATOMIC_ACQUIRE)) return;
     if (g_gave_up.load()) return;
-    uint64_t now = sys::now_ns(CLOCK_MONOTONIC), deadline = ctx().deadline_mono_ns;
+    uint64_t now = sys::now_ns(CLOCK_MONOTONIC);
+    uint64_t deadline = __atomic_load_n(&ctx().deadline_mono_ns, __ATOMIC_ACQUIRE);
+    if (!deadline) deadline = fallback;
     if (now >= deadline) break;
     sys::futex_wait(&g_done, 0, deadline - now);
   }
@@ -179,8 +184,10 @@ void begin_image() {
   c.start_real_ns = sys::now_ns(CLOCK_REALTIME);
   c.reported.store(false);
   c.nwritten.store(0);
+  __atomic_store_n(&c.deadline_mono_ns, 0, __ATOMIC_RELEASE);
   g_done = 0;
   g_gave_up.store(false);
+  g_retries.store(0);
   atomic_file::reset();
 }
 

@@ -16,7 +16,7 @@ std::string mib(uint64_t bytes) {
 
 // Seconds to two decimals, from whole hundredths, so that figures printed
 // this way and differences of them add up on the line.
-long long hundredths(double s) { return llround(s * 100); }
+long long hundredths(double s) { return (long long)(s * 100 + (s < 0 ? -0.5 : 0.5)); }  // no libm (DESIGN.md)
 std::string secs(long long h) {
   char b[32];
   snprintf(b, sizeof b, "%s%lld.%02lld", h < 0 ? "-" : "", llabs(h) / 100, llabs(h) % 100);
