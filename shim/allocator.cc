@@ -22,17 +22,8 @@
 // initialisers' (its libstdc++'s emergency pool), not the program's; setup
 // switches it on. The program's own static initialisers run after it.
 //
-// narenas:1, one arena for all threads: jemalloc purges an arena whole when
-// the last thread bound to it exits (tcache.c, tcache_destroy), and a new
-// thread goes to the arena with the fewest threads, so with its default of
-// 4 arenas per CPU a thread started while fewer threads live has one to
-// itself: it madvise()s away all it used at exit and the next thread faults
-// it back in (create+join
-// of threads that allocate: 2.1x plain in CPU; 1.05x with one arena). The
-// price, threads allocating at once share one arena's locks, is measured in
-// docs/ALLOCATOR.md; a program's MALLOC_CONF=narenas:N comes later and wins.
 extern "C" {
-__attribute__((visibility("hidden"))) const char* malloc_conf = "prof_active:false,lg_prof_sample:19,narenas:1";
+__attribute__((visibility("hidden"))) const char* malloc_conf = "prof_active:false,lg_prof_sample:19";
 __attribute__((visibility("hidden"))) const char* malloc_conf_2_conf_harder =
     "prof:true,prof_accum:true,prof_final:false,prof_leak:false,prof_gdump:false,lg_prof_interval:-1";
 }

@@ -10,6 +10,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
+
 #include "jemalloc_raw.h"
 #include "malloc_api.h"
 
@@ -79,6 +81,24 @@ bool swap_thread_active(bool on) {
   size_t sz = sizeof was;
   mallctl("thread.prof.active", &was, &sz, &on, sizeof on);
   return was;
+}
+
+void share_main_arena() {
+  // "thread.arena", resolved once to its MIB (a name lookup costs more than
+  // the move); racing threads resolve it to the same values.
+  static size_t mib[2];
+  static std::atomic<size_t> miblen{0};
+  size_t n = miblen.load(std::memory_order_acquire);
+  if (n == 0) {
+    size_t tmp[2], len = 2;
+    if (mallctlnametomib("thread.arena", tmp, &len) != 0 || len > 2) return;
+    memcpy(mib, tmp, sizeof tmp);
+    miblen.store(len, std::memory_order_release);
+    n = len;
+  }
+  unsigned zero = 0, was = 0;
+  size_t sz = sizeof was;
+  jemalloc_raw::ctl_by_mib(mib, n, &was, &sz, &zero, sizeof zero);
 }
 
 void use_private_arena() {

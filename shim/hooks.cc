@@ -15,6 +15,7 @@
 #include <elf.h>
 #include <link.h>
 
+#include <atomic>
 #include <string>
 
 #include "errline.h"
@@ -48,13 +49,28 @@ struct Start {
   void* (*fn)(void*);
   void* arg;
   uint64_t view;  // the creator's view of the signals the shim keeps out of masks
+  bool profiled;
 };
+
+// Threads started through here and alive now (heap.h, share_main_arena);
+// a thread leaves the count when it returns or calls pthread_exit.
+std::atomic<long> g_live_threads{0};
+__thread bool t_counted;
+
+void thread_leaves() {
+  if (t_counted) g_live_threads.fetch_sub(1, std::memory_order_relaxed);
+  t_counted = false;
+}
 
 PROFSHIM_WRAPPER void* thread_start(void* p) {
   Start s = *static_cast<Start*>(p);
   free(p);
-  lifecycle::thread_started(s.view, reinterpret_cast<void*>(s.fn));
-  return s.fn(s.arg);
+  if (s.profiled) lifecycle::thread_started(s.view, reinterpret_cast<void*>(s.fn));
+  t_counted = true;
+  if (g_live_threads.fetch_add(1, std::memory_order_relaxed) == 0) heap::share_main_arena();
+  void* rv = s.fn(s.arg);
+  thread_leaves();
+  return rv;
 }
 
 bool runnable(int dirfd, const char* path) {
@@ -274,17 +290,20 @@ EXPORT int execle(const char* path, const char* arg, ...) noexcept {
 
 // --- threads ---------------------------------------------------------------
 
+// Every thread goes through thread_start, inert or not: a thread alone
+// shares the main thread's allocator arena (heap.h). Profiling adds its
+// timer, its view of the masks and its end.
 EXPORT int pthread_create(pthread_t* t, const pthread_attr_t* attr, void* (*fn)(void*), void* arg) {
-  if (!lifecycle::active()) return real::pthread_create()(t, attr, fn, arg);
-  bool was = heap::swap_thread_active(false);  // the shim's block, not the program's
+  bool profiled = lifecycle::active();
+  bool was = profiled && heap::swap_thread_active(false);  // the shim's block, not the program's
   Start* s = static_cast<Start*>(malloc(sizeof(Start)));
-  heap::set_thread_active(was);
+  if (profiled) heap::set_thread_active(was);
   if (!s) return real::pthread_create()(t, attr, fn, arg);
-  *s = {fn, arg, sigmask::view_bits()};
-  lifecycle::thread_creating();
+  *s = {fn, arg, profiled ? sigmask::view_bits() : 0, profiled};
+  if (profiled) lifecycle::thread_creating();
   int rc = real::pthread_create()(t, attr, thread_start, s);
   if (rc != 0) {
-    lifecycle::thread_create_failed();
+    if (profiled) lifecycle::thread_create_failed();
     free(s);
   }
   return rc;
@@ -292,6 +311,7 @@ EXPORT int pthread_create(pthread_t* t, const pthread_attr_t* attr, void* (*fn)(
 
 EXPORT void pthread_exit(void* rv) {
   if (lifecycle::profiling() && getpid() == gettid()) lifecycle::main_thread_exiting();
+  thread_leaves();
   real::pthread_exit()(rv);
   __builtin_unreachable();
 }

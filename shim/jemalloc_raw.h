@@ -20,6 +20,10 @@ inline int ctl(const char* name, void* oldp, size_t* oldlenp, void* newp, size_t
 }
 
 // A size_t statistic, 0 if jemalloc does not know the name.
+inline int ctl_by_mib(const size_t* mib, size_t miblen, void* oldp, size_t* oldlenp, void* newp, size_t newlen) {
+  return profshim_je_mallctlbymib(mib, miblen, oldp, oldlenp, newp, newlen);
+}
+
 inline size_t stat(const char* name) {
   size_t v = 0, sz = sizeof v;
   return ctl(name, &v, &sz, nullptr, 0) == 0 ? v : 0;
