@@ -52,6 +52,7 @@ volatile uint32_t g_done = 0;        // futex word: the stop finished
 // deferred while its thread was inside the allocator.
 std::atomic<int> g_fatal_sig{0}, g_deferred_sig{0}, g_retries{0};
 __thread bool t_stopping;  // this thread runs a stop inline (a fatal signal's)
+__thread bool t_stop_thread;  // this thread is the shim's stop thread
 
 // Built on first use (our constructor may run before this file's C++
 // initialisers would) and never destroyed: after a stop that timed out, the
@@ -138,15 +139,25 @@ void wait_done() {
   finish::report_timeout(ctx());
 }
 
-void* stop_thread(void*) {
-  sigmask::Internal inside;
-  prctl(PR_SET_NAME, "profshim-stop", 0, 0, 0);
+void stop_thread_body(void* altp) {
+  // The thread's first calls into the allocator set up its state there, and
+  // under memory pressure that is where jemalloc fails (a fault, not NULL):
+  // inside the recovery point too.
   heap::set_thread_active(false);
   // Its own arena: a program thread stopped inside malloc may hold its
   // arena's lock, and the stop must not wait for that.
   heap::use_private_arena();
-  void* alt = signals::ensure_altstack();  // a fault in the stop reaches recover
-  finish_guarded();
+  *static_cast<void**>(altp) = signals::ensure_altstack();  // a fault in the stop reaches recover
+  run_finish(nullptr);
+}
+
+void* stop_thread(void*) {
+  sigmask::Internal inside;
+  t_stop_thread = true;
+  prctl(PR_SET_NAME, "profshim-stop", 0, 0, 0);
+  void* alt = nullptr;
+  const char* why = nullptr;
+  if (!recover::run(stop_thread_body, &alt, &why)) finish::report_failure(ctx(), why);
   mark_done();
   signals::release_altstack(alt);
   return nullptr;
@@ -320,6 +331,16 @@ bool stop_on_fatal(int sig, siginfo_t* si, void* uc) {
   bool fault = signals::synchronous_fault(sig, si);
   // A fault inside the stop itself ends the stop, not the process.
   if (fault && recover::active()) recover::escape_from_fault(sig);
+  if (t_stop_thread) {
+    // The shim's own thread, outside its recovery point (the allocator's
+    // thread teardown after a stop that ran out of memory): nothing of the
+    // program's runs here, so this thread alone ends, at once, without
+    // libc's thread exit (which would call into the allocator again). Any
+    // other signal is blocked on this thread.
+    finish::report_failure(ctx(), "the stop crashed");
+    mark_done();
+    syscall(SYS_exit, 0);
+  }
   // Another signal in this thread's own fatal stop, outside the stop's
   // recovery: nothing to wait for (it would be waiting for itself).
   if (t_stopping) return false;
