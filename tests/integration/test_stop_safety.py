@@ -125,3 +125,60 @@ def test_out_of_memory_in_the_stop(ctx):
                 oom_lines += 1
     check(oom_lines >= 2, "only %d runs met a failure in the stop: the test no longer exercises it "
           "(the stop needs less memory now? lower the reserves)" % oom_lines)
+
+
+# --------------------------------------------------------------------------
+# 3. The symbolizer opens only regular files, never blocking
+
+
+def _sh(argv, what):
+    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+    check(p.returncode == 0, "%s failed: %s\n%s" % (what, " ".join(argv), indent(clip(p.stdout))))
+    return p.stdout.decode(errors="replace")
+
+
+def _fifo_debuglink_case(ctx, where):
+    d = ctx.mkdtemp("bin")
+    exe = os.path.join(d, "prog")
+    src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "workloads", "sym_stripped.c")
+    _sh(["gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-fno-inline", "-o", exe, src], "gcc")
+    # Debug info moved out, the binary pointing at it by .gnu_debuglink (its
+    # CRC taken from the real file), then the file replaced by a FIFO that
+    # nobody ever writes: open(O_RDONLY) of it blocks forever.
+    debug = os.path.join(d, "prog.debug")
+    _sh(["objcopy", "--only-keep-debug", exe, debug], "objcopy --only-keep-debug")
+    _sh(["strip", "--strip-debug", exe], "strip --strip-debug")
+    _sh(["objcopy", "--add-gnu-debuglink=" + debug, exe], "objcopy --add-gnu-debuglink")
+    os.unlink(debug)
+    fifo = os.path.join(d, where, "prog.debug")
+    os.makedirs(os.path.dirname(fifo), exist_ok=True)
+    os.mkfifo(fifo)
+    plain = run(ctx, [exe, "0.3"])
+    pd = ctx.mkdtemp("prof")
+    r = run(ctx, [exe, "0.3"], env=prof_env(ctx, pd, PROFILE_STOP_TIMEOUT="8"))
+    what = "debuglink FIFO at %s" % os.path.join(where, "prog.debug")
+    _same_as_plain(plain, r, what, stdout=False)
+    lines = _shim_lines(r)
+    check(len(lines) == 1 and not lines[0].startswith(ERROR_PREFIX),
+          "%s: want one summary line (the FIFO skipped, not waited on until the bound)\n%s" % (what, r.describe()))
+    m = re.search(r"\| stop (\d+) ms", lines[0])
+    check(m and int(m.group(1)) < 4000, "%s: the stop took %s ms\n%s" % (what, m and m.group(1), r.describe()))
+    files = _files_as_said(r, pd, what)
+    check(sorted(os.path.basename(p) for p in files) == ["run.cpu.pprof", "run.heap.pprof"],
+          "%s: want both profiles, got %s" % (what, files))
+    prof = ctx.read(os.path.join(pd, "run.cpu.pprof"), r)
+    # The symbol table stayed in the binary: names without the debug file.
+    check(prof.has_function("sym_exported_hot"), "%s: sym_exported_hot not named\n%s" % (
+        what, prof.cum_table("samples")))
+
+
+def test_debuglink_fifo_beside_the_binary(ctx):
+    """Item 3: a stripped binary whose .gnu_debuglink names a FIFO planted
+    beside it (DIR/LINK, the first place searched): the symbolizer skips it
+    at once; both profiles are written, named from the symbol table."""
+    _fifo_debuglink_case(ctx, ".")
+
+
+def test_debuglink_fifo_in_dot_debug(ctx):
+    """Item 3: the same FIFO in DIR/.debug/LINK, the second place searched."""
+    _fifo_debuglink_case(ctx, ".debug")
