@@ -182,3 +182,216 @@ def test_debuglink_fifo_beside_the_binary(ctx):
 def test_debuglink_fifo_in_dot_debug(ctx):
     """Item 3: the same FIFO in DIR/.debug/LINK, the second place searched."""
     _fifo_debuglink_case(ctx, ".debug")
+
+
+# --------------------------------------------------------------------------
+# A stop that takes seconds: the process moves itself, just before it stops,
+# into a cgroup with half a percent of one CPU. The stop's ~50 ms of work
+# then takes seconds of wall time on any machine, and the bound is what ends
+# it; the program's own work (none, by then) is unaffected.
+
+
+class Throttle:
+    QUOTA_US, PERIOD_US = 1000, 200000
+
+    def __init__(self, ctx):
+        self.dir = None
+        v1 = v2 = None
+        with open("/proc/self/mounts") as f:
+            for line in f:
+                dev, mnt, fstype, opts = line.split()[:4]
+                if fstype == "cgroup" and "cpu" in opts.split(","):
+                    v1 = mnt
+                elif fstype == "cgroup2":
+                    try:
+                        with open(os.path.join(mnt, "cgroup.controllers")) as c:
+                            if "cpu" in c.read().split():
+                                v2 = mnt
+                    except OSError:
+                        pass
+        base = v1 or v2
+        check(base, "no cgroup with the cpu controller is mounted (cgroup v1 'cpu' or a cgroup2 with 'cpu' in "
+                    "cgroup.controllers): this test slows the stop with a CPU quota")
+        d = os.path.join(base, "profshim-test-%d-%s" % (os.getpid(), os.path.basename(ctx.mkdtemp("cg"))))
+        try:
+            os.mkdir(d)
+            if v1:
+                self._write(os.path.join(d, "cpu.cfs_period_us"), self.PERIOD_US)
+                self._write(os.path.join(d, "cpu.cfs_quota_us"), self.QUOTA_US)
+            else:
+                self._write(os.path.join(d, "cpu.max"), "%d %d" % (self.QUOTA_US, self.PERIOD_US))
+        except OSError as e:
+            if os.path.isdir(d):
+                os.rmdir(d)
+            fail("cannot make a cgroup with a CPU quota under %s (needs root and a writable cgroup): %s" % (base, e))
+        self.dir = d
+        self.procs = os.path.join(d, "cgroup.procs")
+
+    @staticmethod
+    def _write(path, value):
+        with open(path, "w") as f:
+            f.write(str(value))
+
+    def arg(self):
+        return "throttle=" + self.procs
+
+    def close(self):
+        for _ in range(100):
+            try:
+                os.rmdir(self.dir)
+                return
+            except OSError:
+                time.sleep(0.05)
+
+
+def _slow_argv(how, status=3, throttle=None, extra=()):
+    argv = ["stop_safety", "slow", "10", how, str(status)] + list(extra)
+    if throttle:
+        argv.append(throttle.arg())
+    return argv
+
+
+def _slow_env(ctx, d, **vars):
+    # Every one of the 1024 blocks sampled: ~50 ms of symbolizing and
+    # encoding at the stop, seconds under the throttle.
+    return prof_env(ctx, d, PROFILE_HEAP_SAMPLE="1", **vars)
+
+
+def _t_stop(r):
+    m = re.search(r"^slow: t_stop=(\d+)$", r.stdout_text, re.M)
+    check(m, "the workload did not print t_stop\n%s" % r.describe())
+    return int(m.group(1)) / 1e9
+
+
+def _without_t_stop(out):
+    return b"".join(l for l in out.splitlines(True) if not l.startswith(b"slow: t_stop="))
+
+
+# --------------------------------------------------------------------------
+# 2. The shim's lines never raise SIGPIPE
+
+
+class PipeRun:
+    """A run whose stderr is a pipe nobody reads any more (`prog 2>&1 | true`
+    after true has gone): every write to it fails with EPIPE and raises
+    SIGPIPE in the writing thread."""
+
+    def __init__(self, ctx, argv, env):
+        argv = list(argv)
+        if os.sep not in argv[0]:
+            argv[0] = ctx.workload(argv[0])
+        self.argv, self.env = argv, env
+        out = os.path.join(ctx.mkdtemp("io"), "stdout")
+        rd, wr = os.pipe()
+        os.close(rd)
+
+        def preexec():
+            os.setsid()
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+        with open(out, "wb") as fo:
+            p = subprocess.Popen(argv, env=env, cwd=ctx.mkdtemp("cwd"), stdin=subprocess.DEVNULL, stdout=fo,
+                                 stderr=wr, preexec_fn=preexec)
+        os.close(wr)
+        deadline = time.monotonic() + 60
+        while True:
+            pid, raw, _ = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                os.killpg(p.pid, signal.SIGKILL)
+                os.wait4(p.pid, 0)
+                fail("hang: %s" % " ".join(argv))
+            time.sleep(0.01)
+        p.returncode = 0  # reaped here
+        self.status = Status(raw)
+        with open(out, "rb") as f:
+            self.out = f.read()
+
+
+def test_lines_never_raise_sigpipe(ctx):
+    """Item 2: stderr a closed pipe. The summary (written on the stop
+    thread), a fatal signal's summary (on the program's thread, in the
+    handler), and the timeout line (on the program's thread that gave up
+    waiting) all meet EPIPE; the status stays the program's own (3, or
+    SIGTERM), never SIGPIPE, and a SIGPIPE handler of the program's never
+    runs for them."""
+    th = Throttle(ctx)
+    try:
+        cases = [
+            ("quick stop, exit(3)", _slow_argv("exit"), None),
+            ("quick stop, SIGTERM", _slow_argv("term"), None),
+            ("timed-out stop, exit(3)", _slow_argv("exit", throttle=th), "0.28"),
+            ("timed-out stop, exit(3), SIGPIPE handler", _slow_argv("exit", throttle=th, extra=["handler"]), "0.28"),
+            ("timed-out stop, SIGTERM", _slow_argv("term", throttle=th), "0.28"),
+        ]
+        for what, argv, timeout in cases:
+            plain = PipeRun(ctx, argv, ctx.env(preload=False))
+            r = PipeRun(ctx, argv, _slow_env(ctx, ctx.mkdtemp("prof"), PROFILE_STOP_TIMEOUT=timeout))
+            check(r.status.key() == plain.status.key(), "%s, stderr a closed pipe: %s under the shim, %s "
+                  "without it" % (what, r.status, plain.status))
+            check(_without_t_stop(r.out) == _without_t_stop(plain.out), "%s: stdout differs\nplain:\n%s\nshim:\n%s" % (
+                what, indent(plain.out.decode()), indent(r.out.decode())))
+    finally:
+        th.close()
+
+
+# --------------------------------------------------------------------------
+# 3, 4. The bound is waited once, and one line says so
+
+
+def test_timeout_waited_once(ctx):
+    """Item 3: PROFILE_STOP_TIMEOUT=1 and a stop that would take seconds.
+    From the stop to the process's end is the bound once (the atexit
+    fallback used to start a second full wait: 2 s), on every stop path; the
+    status is the plain run's."""
+    th = Throttle(ctx)
+    try:
+        for how in ("exit", "return", "_exit", "term"):
+            argv = _slow_argv(how, throttle=th)
+            plain = run(ctx, argv)
+            d = ctx.mkdtemp("prof")
+            r = run(ctx, argv, env=_slow_env(ctx, d, PROFILE_STOP_TIMEOUT="1"))
+            ended = time.monotonic()
+            what = "stop by %s, PROFILE_STOP_TIMEOUT=1" % how
+            check(r.status.key() == plain.status.key(), "%s: %s under the shim, %s without\n%s" % (
+                what, r.status, plain.status, r.describe()))
+            took = ended - _t_stop(r)
+            lines = _shim_lines(r)
+            check(len(lines) == 1 and "did not finish within 1 s" in lines[0],
+                  "%s: want the one timeout line (the stop takes seconds here)\n%s" % (what, r.describe()))
+            check(0.95 <= took < 1.7, "%s: %.2f s from the stop to the process's end; the bound is 1 s, "
+                  "waited once\n%s" % (what, took, r.describe()))
+            check(not _temporaries(d), "%s: temporaries left: %s" % (what, _temporaries(d)))
+    finally:
+        th.close()
+
+
+TIMEOUT_LINE = re.compile(r"^# profshim: error: the stop did not finish within (\S+) s \(PROFILE_STOP_TIMEOUT\): "
+                          r"gave up, [^;]*; wrote (.*)$")
+
+
+def test_one_line_after_a_timeout(ctx):
+    """Item 4: after the bound, one line, the bound as the user wrote it
+    (0.28, not 0.3; 0.125), saying what was written ("no profile" here), and
+    nothing after it: the stop that goes on in the background prints no
+    "wrote" line of its own before the process ends."""
+    th = Throttle(ctx)
+    try:
+        for how, limit in (("exit", "0.28"), ("return", "0.125"), ("term", "0.28")):
+            argv = _slow_argv(how, throttle=th)
+            plain = run(ctx, argv)
+            d = ctx.mkdtemp("prof")
+            r = run(ctx, argv, env=_slow_env(ctx, d, PROFILE_STOP_TIMEOUT=limit))
+            what = "stop by %s, PROFILE_STOP_TIMEOUT=%s" % (how, limit)
+            check(r.status.key() == plain.status.key(), "%s: %s under the shim, %s without\n%s" % (
+                what, r.status, plain.status, r.describe()))
+            check(len(r.stderr_lines) == 1, "%s: stderr must be exactly one line\n%s" % (what, r.describe()))
+            m = TIMEOUT_LINE.match(r.stderr_lines[0])
+            check(m, "%s: not the timeout line: %r" % (what, r.stderr_lines[0]))
+            check(m.group(1) == limit, "%s: the line says within %s s" % (what, m.group(1)))
+            check(m.group(2) == "no profile", "%s: the stop cannot have written anything yet: %r" % (
+                what, r.stderr_lines[0]))
+            check(pprofs(d) == [] and not _temporaries(d), "%s: PROFILE_DIR holds %s" % (what, os.listdir(d)))
+    finally:
+        th.close()
