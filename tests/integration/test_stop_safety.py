@@ -395,3 +395,34 @@ def test_one_line_after_a_timeout(ctx):
             check(pprofs(d) == [] and not _temporaries(d), "%s: PROFILE_DIR holds %s" % (what, os.listdir(d)))
     finally:
         th.close()
+
+
+# --------------------------------------------------------------------------
+# 5. The shim never closes, reads or writes a descriptor it does not hold
+
+
+def test_descriptors_are_the_programs(ctx):
+    """Item 5: the program's first open() is fd 3 as without the shim; it
+    closes fds 3-1023, points stderr at /dev/null, opens 600 files and burns
+    CPU (the sampler walks its stack), then checks at exit and again in an
+    atexit handler, after the stop, that every one is still the file it
+    opened. With "top" it also puts one at the top of RLIMIT_NOFILE, where
+    the shim keeps its duplicate of stderr, and closes fd 2. stdout and
+    status as plain; without "top" the summary still reaches the original
+    stderr (the duplicate taken when fd 2 was replaced)."""
+    for mode in ([], ["top"]):
+        argv = ["stop_safety", "fds"] + mode
+        plain = run(ctx, argv)
+        check(plain.status.is_exit(0) and "600 of 600 intact" in plain.stdout_text, "baseline: %s" % plain.describe())
+        d = ctx.mkdtemp("prof")
+        r = run(ctx, argv, env=prof_env(ctx, d))
+        what = " ".join(argv[1:])
+        _same_as_plain(plain, r, what, stderr=False)
+        lines = _shim_lines(r)
+        if not mode:
+            check(len(lines) == 1 and not lines[0].startswith(ERROR_PREFIX),
+                  "%s: the summary should reach the stderr the process started with\n%s" % (what, r.describe()))
+        else:
+            check(len(lines) <= 1, "%s: %d lines\n%s" % (what, len(lines), r.describe()))
+        check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof"] and not _temporaries(d),
+              "%s: PROFILE_DIR holds %s" % (what, os.listdir(d)))

@@ -28,8 +28,10 @@
 //                     turn); with "top", also moves one to the top of
 //                     RLIMIT_NOFILE with dup2 and closes fd 2; then at exit and in an atexit
 //                     handler (after the stop) checks that every one is still
-//                     open and still the file it opened. Prints "fds: N of N
-//                     intact" twice, or which were lost.
+//                     open and still the file it opened, with ~0.3 s of CPU
+//                     in between (the sampler walks its stack meanwhile).
+//                     Prints the number its first open() returned, then
+//                     "fds WHEN: N of N intact" twice, or which were lost.
 //   execvp N          N calls of execvp, N of execvpe and N of execlp of a
 //                     command found nowhere on PATH, N of execvp of one that is on
 //                     PATH but not executable (EACCES): prints each call's
@@ -206,6 +208,10 @@ static void check_fds(const char* when) {
 static void check_fds_atexit(void) { check_fds("after the stop"); }
 
 static int fds_mode(int top_too) {
+  int first = open("/dev/null", O_RDONLY);
+  char b[64];
+  snprintf(b, sizeof b, "fds: first open() is fd %d\n", first);
+  say(b);
   for (int fd = 3; fd < 1024; fd++) close(fd);
   int devnull = open("/dev/null", O_WRONLY);
   dup2(devnull, 2);
@@ -237,6 +243,7 @@ static int fds_mode(int top_too) {
     fd_ino[i] = st.st_ino;
   }
   atexit(check_fds_atexit);
+  spin(100000000UL);
   check_fds("before exit");
   exit(0);
 }
