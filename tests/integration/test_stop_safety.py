@@ -426,3 +426,139 @@ def test_descriptors_are_the_programs(ctx):
             check(len(lines) <= 1, "%s: %d lines\n%s" % (what, len(lines), r.describe()))
         check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof"] and not _temporaries(d),
               "%s: PROFILE_DIR holds %s" % (what, os.listdir(d)))
+
+
+# --------------------------------------------------------------------------
+# 6. Modes whatever the umask; as root, no directory of another user's
+
+
+def _modes(d):
+    out = {}
+    for root, dirs, files in os.walk(d):
+        for n in dirs + files:
+            p = os.path.join(root, n)
+            out[os.path.relpath(p, d)] = os.lstat(p).st_mode & 0o7777
+    return out
+
+
+def test_modes_whatever_the_umask(ctx):
+    """Item 6: under umask 000 the directories the shim creates (PROFILE_DIR
+    a/b/c, all new) are 0755 and the profiles 0644; under umask 077 the
+    stricter mask still applies (0700, 0600). The program's own umask and
+    the file it creates with mode 0666 are as without the shim."""
+    for mask, dmode, fmode in ((0o000, 0o755, 0o644), (0o077, 0o700, 0o600)):
+        old = os.umask(mask)  # inherited by the program
+        try:
+            plain = run(ctx, ["stop_safety", "umask", "mine"])
+            top = ctx.mkdtemp("prof")
+            d = os.path.join(top, "a", "b", "c")
+            r = run(ctx, ["stop_safety", "umask", "mine"], env=prof_env(ctx, d))
+        finally:
+            os.umask(old)
+        what = "umask %03o" % mask
+        _same_as_plain(plain, r, what)
+        got = _modes(top)
+        want = {"a": dmode, "a/b": dmode, "a/b/c": dmode, "a/b/c/run.cpu.pprof": fmode,
+                "a/b/c/run.heap.pprof": fmode}
+        check(got == want, "%s: modes %s, want %s" % (
+            what, {k: "%o" % v for k, v in sorted(got.items())}, {k: "%o" % v for k, v in sorted(want.items())}))
+
+
+OTHER_UID = 4242
+
+
+def _refused(ctx, prof_dir, what, expect_text):
+    r = run(ctx, ["hello"], env=prof_env(ctx, prof_dir))
+    check(r.status.is_exit(78), "%s: want exit status 78 (setup error), got %s\n%s" % (what, r.status, r.describe()))
+    check(r.out == b"", "%s: main must not run\n%s" % (what, r.describe()))
+    check(len(r.stderr_lines) == 1 and r.stderr_lines[0].startswith(ERROR_PREFIX) and expect_text in r.stderr_lines[0],
+          "%s: want one error line naming %r\n%s" % (what, expect_text, r.describe()))
+    return r
+
+
+def test_root_refuses_a_directory_of_another_user(ctx):
+    """Item 6: running as root, a PROFILE_DIR owned by another non-root user,
+    one of its components owned by one (the new directory then not
+    created), or a symlink of theirs at PROFILE_DIR (pointing at a
+    root-owned directory) is a setup error: status 78 before main, one line
+    naming the path and the owner. Controls: the same tree owned by root is
+    used; and a user running as itself uses its own directory (files
+    0644 and its own)."""
+    check(os.geteuid() == 0, "this test checks what the shim does as root; run it as root")
+    base = ctx.mkdtemp("own")
+    theirs = os.path.join(base, "theirs")
+    os.mkdir(theirs)
+    os.chown(theirs, OTHER_UID, OTHER_UID)
+    _refused(ctx, theirs, "PROFILE_DIR owned by uid %d" % OTHER_UID, "uid %d" % OTHER_UID)
+
+    below = os.path.join(theirs, "new")
+    _refused(ctx, below, "a component owned by uid %d" % OTHER_UID, theirs)
+    check(not os.path.exists(below), "the refused directory %s was created" % below)
+
+    existing = os.path.join(theirs, "rootowned")
+    os.mkdir(existing)
+    _refused(ctx, existing, "a root-owned directory inside one of uid %d's" % OTHER_UID, theirs)
+
+    target = ctx.mkdtemp("target")
+    link = os.path.join(base, "link")
+    os.symlink(target, link)
+    os.lchown(link, OTHER_UID, OTHER_UID)
+    _refused(ctx, link, "a symlink owned by uid %d" % OTHER_UID, link)
+    check(os.listdir(target) == [], "something was written through the refused symlink: %s" % os.listdir(target))
+
+    # Controls: root's own tree is used.
+    ours = os.path.join(base, "ours", "sub")
+    r = run(ctx, ["hello"], env=prof_env(ctx, ours))
+    check(r.status.is_exit(0) and pprofs(ours) == ["run.cpu.pprof", "run.heap.pprof"],
+          "a root-owned PROFILE_DIR must be used\n%s" % r.describe())
+
+    # A user's own directory, running as that user (the rule is root's only).
+    home = tempfile.mkdtemp(prefix="profshim-uid-", dir="/tmp")
+    try:
+        os.chmod(home, 0o755)
+        os.chown(home, OTHER_UID, OTHER_UID)
+        env = prof_env(ctx, os.path.join(home, "prof"))
+        p = subprocess.run([ctx.workload("hello")], env=env, cwd=home, user=OTHER_UID, group=OTHER_UID,
+                           extra_groups=[], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+        made = sorted(os.listdir(os.path.join(home, "prof"))) if os.path.isdir(os.path.join(home, "prof")) else []
+        check(p.returncode == 0 and made == ["run.cpu.pprof", "run.heap.pprof"],
+              "uid %d with its own PROFILE_DIR: status %d, files %s\nstderr:\n%s" % (
+                  OTHER_UID, p.returncode, made, indent(p.stderr.decode(errors="replace"))))
+        for n in made:
+            st = os.stat(os.path.join(home, "prof", n))
+            check(st.st_uid == OTHER_UID and st.st_mode & 0o777 == 0o644,
+                  "%s: uid %d mode %o" % (n, st.st_uid, st.st_mode & 0o777))
+    finally:
+        subprocess.run(["rm", "-rf", home])
+
+
+# --------------------------------------------------------------------------
+# 8. A PATH search that finds nothing makes no stop
+
+
+def _loop_ns(r):
+    m = re.search(r"^stop_safety: exec loop (\d+) ns$", "\n".join(r.stderr_lines), re.M)
+    check(m, "no loop time on stderr\n%s" % r.describe())
+    return int(m.group(1))
+
+
+def test_failed_path_search_makes_no_stop(ctx):
+    """Item 8: 50 rounds of execvp, execvpe and execlp of a command found
+    nowhere on PATH (ENOENT), and execvp of one on PATH that is not
+    executable (EACCES): the errnos are the plain run's, the image stops
+    once (one summary line, PROFILE_DIR holds run.* only: no
+    run.stop_safety.PID.* of a stop per call), and the 200 calls cost about
+    what they cost without the shim (a stop each would be a second or more;
+    the bound is generous, a hang guard against that)."""
+    argv = ["stop_safety", "execvp", "50"]
+    plain = run(ctx, argv)
+    d = ctx.mkdtemp("prof")
+    r = run(ctx, argv, env=prof_env(ctx, d))
+    _same_as_plain(plain, r, "execvp of missing commands", stderr=False)
+    lines = _shim_lines(r)
+    check(len(lines) == 1 and not lines[0].startswith(ERROR_PREFIX),
+          "want exactly one summary line (the final stop's)\n%s" % r.describe())
+    check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof"], "PROFILE_DIR holds %s" % pprofs(d))
+    t_plain, t_shim = _loop_ns(plain), _loop_ns(r)
+    check(t_shim < 10 * t_plain + 50e6, "200 failed PATH searches took %.1f ms under the shim, %.1f ms without" % (
+        t_shim / 1e6, t_plain / 1e6))
