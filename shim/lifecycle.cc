@@ -187,7 +187,6 @@ void begin_image() {
   c.start_mono_ns = sys::now_ns(CLOCK_MONOTONIC);
   c.start_real_ns = sys::now_ns(CLOCK_REALTIME);
   c.reported.store(false);
-  c.nwritten.store(0);
   g_done = 0;
   g_gave_up.store(false);
   atomic_file::reset();
