@@ -328,8 +328,10 @@ void stop(const char* how) {
 bool stop_on_fatal(int sig, siginfo_t* si, void* uc) {
   if (g_state.load() == kInert || vfork_child()) return false;
   bool fault = signals::synchronous_fault(sig, si);
-  // A fault inside the stop itself ends the stop, not the process.
-  if (fault && recover::active()) recover::escape_from_fault(sig);
+  // A fault inside the stop itself ends the stop, not the process; so does
+  // an abort() of a library the stop uses (libdw's and libelf's asserts).
+  bool self_abort = sig == SIGABRT && si && si->si_code == SI_TKILL && si->si_pid == raw_getpid();
+  if ((fault || self_abort) && recover::active()) recover::escape_from_fault(sig);
   if (t_stop_thread) {
     // The shim's own thread, outside its recovery point (the allocator's
     // thread teardown after a stop that ran out of memory): nothing of the

@@ -77,13 +77,14 @@ REAL(execvpe, Execvpe, "execvpe", true)
 REAL(fexecve, Fexecve, "fexecve", true)
 REAL(execveat, Execveat, "execveat", false)
 REAL(dlclose, Dlclose, "dlclose", true)
+REAL(error, Error, "error", true)
 
 void resolve_all() {
   libc_start_main(), pthread_create(), pthread_exit(), exit(), quick_exit(), _exit(), _Exit();
   sigaction(), signal(), sysv_signal(), sigset(), sigignore(), siginterrupt(), sighold(), sigrelse();
   sigprocmask(), pthread_sigmask(), sigwait(), sigwaitinfo(), sigtimedwait();
   close(), dup2(), dup3(), close_range(), closefrom(), setsid(), daemon(), fclose(), freopen(), freopen64();
-  execve(), execvpe(), fexecve(), execveat(), dlclose();
+  execve(), execvpe(), fexecve(), execveat(), dlclose(), error();
 }
 
 }  // namespace real

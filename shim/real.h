@@ -32,6 +32,7 @@ using Execvpe = int (*)(const char*, char* const[], char* const[]);
 using Fexecve = int (*)(int, char* const[], char* const[]);
 using Execveat = int (*)(int, const char*, char* const[], char* const[], int);
 using Dlclose = int (*)(void*);
+using Error = void (*)(int, int, const char*, ...);
 
 // Resolves every original now (the constructor calls it, inert or not): a
 // first dlsym inside a vfork child would write to the parent's memory.
@@ -72,5 +73,6 @@ Execvpe execvpe();
 Fexecve fexecve();
 Execveat execveat();  // may be null on an old libc
 Dlclose dlclose();
+Error error();
 
 }  // namespace real

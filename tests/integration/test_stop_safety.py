@@ -103,7 +103,7 @@ def test_out_of_memory_in_the_stop(ctx):
     limit = 400000 * 1024
     # KiB of address space the program hands back just before its end: how
     # far the stop gets before it runs out.
-    reserves = [0, 2500, 3000, 4000, 6000, 12000, 32000]
+    reserves = [0, 2500, 3000, 4000, 5000, 6000, 8000, 10000, 12000, 16000, 20000, 24000, 32000]
     oom_lines = 0
     for how in ("exit", "return"):
         argv = ["stop_safety", "oom", how]
@@ -125,6 +125,25 @@ def test_out_of_memory_in_the_stop(ctx):
                 oom_lines += 1
     check(oom_lines >= 2, "only %d runs met a failure in the stop: the test no longer exercises it "
           "(the stop needs less memory now? lower the reserves)" % oom_lines)
+
+
+def test_error_is_glibcs_outside_the_stop(ctx):
+    """Item 1: the shim takes glibc's error() so that libdw's way of
+    reporting an allocation failure inside the stop (error(EXIT_FAILURE,
+    ENOMEM, "libdw"): a line of its own, a flush of stdout, exit(1) from the
+    stop thread) ends the stop instead. A program's own error() calls are
+    untouched, inert or profiling: the same lines ("%m" included), stdout
+    flushed before them, the status error() exits with."""
+    argv = ["stop_safety", "error"]
+    plain = run(ctx, argv)
+    check(plain.status.is_exit(3) and len(plain.stderr_lines) == 3, "baseline: %s" % plain.describe())
+    inert = run(ctx, argv, env=ctx.env())
+    _same_as_plain(plain, inert, "error(), inert shim")
+    check(inert.stderr_lines == plain.stderr_lines, "inert: stderr differs\n%s" % inert.describe())
+    d = ctx.mkdtemp("prof")
+    r = run(ctx, argv, env=prof_env(ctx, d))
+    _same_as_plain(plain, r, "error(), profiling")
+    check(len(_shim_lines(r)) == 1, "one summary line\n%s" % r.describe())
 
 
 # --------------------------------------------------------------------------

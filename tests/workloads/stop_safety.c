@@ -52,8 +52,11 @@
 //   child TAG         (pidreuse's children) burns ~50 ms in child_burn, holds
 //                     4 MiB at child_hold, exits 0.
 //   ro DIR            remounts the file system at DIR read-only, exits 5.
+//   error             glibc's error(): one message with arguments and an
+//                     errno, then error(3, 0, ...), which exits with 3.
 #define _GNU_SOURCE
 #include <errno.h>
+#include <error.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
@@ -418,8 +421,18 @@ static int ro(const char* dir) {
   exit(5);
 }
 
+static int error_mode(void) {
+  printf("error: stdout before\n");  // error() flushes stdout first
+  error(0, EACCES, "a message with %s and %d", "arguments", 42);
+  errno = ENOENT;
+  error(0, 0, "%%m is %m");
+  error(3, 0, "and then exit(%d)", 3);
+  return 1;
+}
+
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
+  if (!strcmp(mode, "error")) return error_mode();
   if (!strcmp(mode, "oom") && argc > 2) return oom(argv[2], argc > 3 ? atol(argv[3]) : 0);
   if (!strcmp(mode, "slow") && argc > 4) {
     int handler = 0;
