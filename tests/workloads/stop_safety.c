@@ -52,12 +52,18 @@
 //   child TAG         (pidreuse's children) burns ~50 ms in child_burn, holds
 //                     4 MiB at child_hold, exits 0.
 //   ro DIR            remounts the file system at DIR read-only, exits 5.
+//   hold N SIZE       holds N blocks of SIZE bytes (allocated in hold_blocks)
+//                     at its end, returns 0; prints "truth hold bytes=B"
+//                     with B the usable size of the blocks and of the array
+//                     of pointers to them. For the heap
+//                     summary and for measuring what sampling costs.
 //   error             glibc's error(): one message with arguments and an
 //                     errno, then error(3, 0, ...), which exits with 3.
 #define _GNU_SOURCE
 #include <errno.h>
 #include <error.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -421,6 +427,23 @@ static int ro(const char* dir) {
   exit(5);
 }
 
+void** held_blocks;
+__attribute__((noinline, noclone)) void hold_blocks(long n, size_t size) {
+  held_blocks = malloc(sizeof(void*) * (size_t)n);
+  for (long i = 0; i < n; i++) {
+    held_blocks[i] = malloc(size);
+    memset(held_blocks[i], 1, size);
+  }
+}
+
+static int hold_mode(long n, size_t size) {
+  hold_blocks(n, size);
+  size_t usable = malloc_usable_size(held_blocks);  // the array too: it is held
+  for (long i = 0; i < n; i++) usable += malloc_usable_size(held_blocks[i]);
+  printf("truth hold bytes=%zu\n", usable);
+  return 0;
+}
+
 static int error_mode(void) {
   printf("error: stdout before\n");  // error() flushes stdout first
   error(0, EACCES, "a message with %s and %d", "arguments", 42);
@@ -433,6 +456,7 @@ static int error_mode(void) {
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
   if (!strcmp(mode, "error")) return error_mode();
+  if (!strcmp(mode, "hold") && argc > 3) return hold_mode(atol(argv[2]), (size_t)atol(argv[3]));
   if (!strcmp(mode, "oom") && argc > 2) return oom(argv[2], argc > 3 ? atol(argv[3]) : 0);
   if (!strcmp(mode, "slow") && argc > 4) {
     int handler = 0;
