@@ -15,6 +15,7 @@
 #include "gzip.h"
 #include "heap.h"
 #include "heap_dump.h"
+#include "image.h"
 #include "pprof.h"
 #include "procmaps.h"
 #include "sampler.h"
@@ -303,6 +304,8 @@ void run(Context& ctx) {
   }
   f.symbolize_ms = double(sys::now_ns(CLOCK_MONOTONIC) - t_sym) / 1e6;
 
+  // An earlier image of this session with this pid wrote under this stem.
+  ctx.stem = image::unique_stem(cfg.dir, ctx.stem);
   if (cfg.cpu_hz) cpu_profile(ctx, cpu, sym, &f, &errors);
   if (have_heap) heap_profile(ctx, mem, sym, dump.period, dump_real_ns, &f, &errors);
 

@@ -574,6 +574,63 @@ def test_root_refuses_a_directory_of_another_user(ctx):
 
 
 # --------------------------------------------------------------------------
+# 7. A reused pid never replaces an earlier image's files
+
+
+def _image_files(r, d, what, images):
+    """images summary lines, each naming a cpu and a heap file of one stem;
+    the stems all differ; together they are what PROFILE_DIR holds."""
+    lines = _shim_lines(r)
+    check(len(lines) == images and not any(l.startswith(ERROR_PREFIX) for l in lines),
+          "%s: want %d summary lines (one per image)\n%s" % (what, images, r.describe()))
+    stems = []
+    for line in lines:
+        names = sorted(os.path.basename(p) for p in _written(line))
+        check(len(names) == 2 and names[0].endswith(".cpu.pprof") and names[1].endswith(".heap.pprof")
+              and names[0][:-len(".cpu.pprof")] == names[1][:-len(".heap.pprof")],
+              "%s: a line should name one stem's cpu and heap files: %r" % (what, line))
+        stems.append(names[0][:-len(".cpu.pprof")])
+    check(len(set(stems)) == len(stems), "%s: two images wrote the same files: %s" % (what, sorted(stems)))
+    _files_as_said(r, d, what)
+    return sorted(stems)
+
+
+def test_reused_pid_never_replaces_an_earlier_image(ctx):
+    """Item 7: in a new pid namespace (so that nothing else takes pids),
+    child A (pid 2) forks and execs, ends; ns_last_pid is set back and child
+    B gets pid 2 too and does the same. Six images (the root, the
+    namespace's init, A and its exec, B and its exec) write six pairs of
+    files under six stems: B's are run.stop_safety.2-2 and .2.1-2, A's are
+    kept. Run again into the same directory with the files made an hour old
+    (an earlier session): the same names are written again, replacing them,
+    not -3 and -4."""
+    exe = ctx.workload("stop_safety")
+    argv = [exe, "pidreuse", exe]
+    plain = run(ctx, argv)
+    check(plain.status.is_exit(0), "baseline (needs root for a pid namespace and ns_last_pid): %s" %
+          plain.describe())
+    d = ctx.mkdtemp("prof")
+    r = run(ctx, argv, env=prof_env(ctx, d))
+    _same_as_plain(plain, r, "pid reuse", stderr=False)
+    stems = _image_files(r, d, "pid reuse", 6)
+    want = sorted(["run", "run.stop_safety.1", "run.stop_safety.2", "run.stop_safety.2.1", "run.stop_safety.2-2",
+                   "run.stop_safety.2.1-2"])
+    check(stems == want, "stems %s, want %s" % (stems, want))
+    old = time.time() - 3600
+    before = {}
+    for n in os.listdir(d):
+        os.utime(os.path.join(d, n), (old, old))
+        before[n] = os.stat(os.path.join(d, n)).st_ino
+    r2 = run(ctx, argv, env=prof_env(ctx, d))
+    _same_as_plain(plain, r2, "pid reuse, second session", stderr=False)
+    check(sorted(os.listdir(d)) == sorted(before), "a second session should replace the first's files: "
+          "now %s" % sorted(os.listdir(d)))
+    for n in os.listdir(d):
+        st = os.stat(os.path.join(d, n))
+        check(st.st_mtime > old + 60 and st.st_ino != before[n], "%s was not replaced by the second session" % n)
+
+
+# --------------------------------------------------------------------------
 # 8. A PATH search that finds nothing makes no stop
 
 
