@@ -44,9 +44,13 @@ unsigned long long session() {
   return h;
 }
 
-std::string value(int gen) {
+// ROOTPID is negative when no image of this session may be the root any
+// more (no pid matches it).
+std::string value(int gen, bool may_be_root = true) {
   char b[128];
-  snprintf(b, sizeof b, "%d:%d:%d:%016llx:%lld", g_root_pid.load(), g_pid.load(), gen, session(), g_start_s);
+  int root = g_root_pid.load();
+  if (!may_be_root && root > 0) root = -root;
+  snprintf(b, sizeof b, "%d:%d:%d:%016llx:%lld", root, g_pid.load(), gen, session(), g_start_s);
   return b;
 }
 
@@ -74,7 +78,7 @@ void setup(const config::Config* cfg, pid_t me) {
   unsigned long long sess = 0;
   long long start = 0;
   const char* v = getenv(kImageVar);
-  if (v && sscanf(v, "%d:%d:%d:%llx:%lld", &root, &pid, &gen, &sess, &start) == 5 && root > 0 &&
+  if (v && sscanf(v, "%d:%d:%d:%llx:%lld", &root, &pid, &gen, &sess, &start) == 5 && root != 0 &&
       sess == session() && start > 0) {
     bool same_pid = pid == me;  // an image after an exec of ours
     g_root_pid.store(root);
@@ -134,10 +138,10 @@ bool env_profiles(char* const envp[]) {
   return dir && preload;
 }
 
-char** exec_env(char* const envp[]) {
+char** exec_env(char* const envp[], bool may_be_root) {
   // The copy and its marker are this exec's own (another thread may exec at
   // the same time): one block, the pointers first, the marker's text after.
-  std::string var = std::string(kImageVar) + "=" + value(g_gen.load() + 1);
+  std::string var = std::string(kImageVar) + "=" + value(g_gen.load() + 1, may_be_root);
   size_t n = 0;
   while (envp && envp[n]) ++n;
   char** env = static_cast<char**>(malloc((n + 2) * sizeof(char*) + var.size() + 1));

@@ -38,7 +38,8 @@ std::string unique_stem(const std::string& dir, const std::string& stem);
 bool env_profiles(char* const envp[]);
 // The environment for an exec: a copy of envp (one malloc'd block, freed
 // with free()) whose PROFSHIM_IMAGE names the next generation of this pid,
-// or null if it could not be made.
-char** exec_env(char* const envp[]);
+// or null if it could not be made. !may_be_root: the new image is not the
+// root even if this one is (the root's NAME.* is already written).
+char** exec_env(char* const envp[], bool may_be_root = true);
 
 }  // namespace image

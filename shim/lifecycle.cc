@@ -46,6 +46,7 @@ std::atomic<bool> g_gave_up{false};  // a waiter gave up on this image's stop
 std::atomic<bool> g_main_exited{false};
 std::atomic<long> g_threads{0};      // threads started through the shim, alive
 std::atomic<int> g_execs{0};         // execs under way (each stopped the image)
+std::atomic<bool> g_stop_as_name{false};  // this image's stop writes the root's NAME.*
 pthread_key_t g_thread_key;
 volatile uint32_t g_done = 0;        // futex word: the stop finished
 // A fatal signal's stop: which signal (for its watchdog), and the one being
@@ -89,12 +90,15 @@ const char* signal_name(int sig) {
   return sig > 0 && sig < int(sizeof kNames / sizeof kNames[0]) ? kNames[sig] : "a signal";
 }
 
-// The first stop path wins: RUNNING -> STOPPING, and what the stop reports.
-// Signal-safe.
-bool claim_stop(const char* how) {
+// The first stop path wins: RUNNING -> STOPPING, and what the stop reports;
+// stem, if given, is what it writes under (only the winner sets it: the
+// stop thread reads it). Signal-safe without stem.
+bool claim_stop(const char* how, const std::string* stem = nullptr) {
   int running = kRunning;
   if (!g_state.compare_exchange_strong(running, kStopping)) return false;
   finish::Context& c = ctx();
+  if (stem) c.stem = *stem;
+  g_stop_as_name.store(!stem && image::root());
   c.how = how;
   c.stop_mono_ns = sys::now_ns(CLOCK_MONOTONIC);
   c.deadline_mono_ns = c.stop_mono_ns + cfg().stop_timeout_ms * 1000000ull;
@@ -187,6 +191,7 @@ void begin_image() {
   c.start_mono_ns = sys::now_ns(CLOCK_MONOTONIC);
   c.start_real_ns = sys::now_ns(CLOCK_REALTIME);
   c.reported.store(false);
+  g_stop_as_name.store(false);
   g_done = 0;
   g_gave_up.store(false);
   atomic_file::reset();
@@ -194,8 +199,8 @@ void begin_image() {
 
 // A stop in the normal course of the program: on a thread of its own (or,
 // if none can be started, here on a fresh stack), waited for with a bound.
-void normal_stop(const char* how) {
-  if (claim_stop(how)) {
+void normal_stop(const char* how, const std::string* stem = nullptr) {
+  if (claim_stop(how, stem)) {
     if (unwind::inside_handler_over_unsafe_code()) {
       // The program's signal handler interrupted its own malloc and called
       // exit(): the allocator's state on this thread is half-changed, and
@@ -412,12 +417,15 @@ char* const* before_exec(char* const envp[]) {
   g_execs.fetch_add(1);
   bool successor = image::env_profiles(envp);
   // The root's image before an exec is not its final one when what it execs
-  // profiles too: that one writes NAME.*.
-  if (state == kRunning && image::root() && successor) ctx().stem = image::stem(false);
-  normal_stop("exec");
+  // profiles too: that one writes NAME.*, this one NAME.PROG.PID.*.
+  const std::string pre_exec = image::stem(false);
+  normal_stop("exec", image::root() && successor ? &pre_exec : nullptr);
   sigmask::before_exec();
   if (!successor) return envp;
-  char** env = image::exec_env(envp);
+  // Another path (exit on another thread, a signal) stopped this image first,
+  // as the root's final one, under NAME: the image this exec starts must not
+  // write NAME.* over it, so it is not the root.
+  char** env = image::exec_env(envp, !g_stop_as_name.load());
   return env ? env : envp;
 }
 

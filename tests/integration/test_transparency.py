@@ -379,7 +379,7 @@ def _env_lines(text):
     return sorted(l for l in text.splitlines() if "=" in l)
 
 
-IMAGE_VAR_RE = re.compile(r"^PROFSHIM_IMAGE=\d+:\d+:\d+:[0-9a-f]{16}:\d+$")
+IMAGE_VAR_RE = re.compile(r"^PROFSHIM_IMAGE=-?\d+:\d+:\d+:[0-9a-f]{16}:\d+$")
 
 
 def _env_diff(got, want, what):
