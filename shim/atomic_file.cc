@@ -34,6 +34,20 @@ struct InFlight {
 };
 InFlight g_inflight;
 
+constexpr int kMaxRenamed = 4;
+struct Renamed {
+  std::atomic<int> n;
+  char path[kMaxRenamed][1024];
+};
+Renamed g_renamed;
+
+void note_renamed(const std::string& target) {
+  int i = g_renamed.n.load(std::memory_order_relaxed);
+  if (i >= kMaxRenamed || target.size() >= sizeof g_renamed.path[0]) return;
+  memcpy(g_renamed.path[i], target.c_str(), target.size() + 1);
+  g_renamed.n.store(i + 1, std::memory_order_release);
+}
+
 void note_temp(const std::string& tmp) {
   g_inflight.seq.fetch_add(1, std::memory_order_acq_rel);
   size_t n = tmp.size() < sizeof g_inflight.path - 1 ? tmp.size() : sizeof g_inflight.path - 1;
@@ -148,7 +162,10 @@ std::string write(const std::string& dir, const std::string& name, const std::st
   int idle = kIdle;
   bool may_rename = ok && g_inflight.phase.compare_exchange_strong(idle, kRenaming);
   if (may_rename) {
-    if (rename(tmp.c_str(), target.c_str()) != 0) ok = false, err = errno;
+    if (rename(tmp.c_str(), target.c_str()) != 0)
+      ok = false, err = errno;
+    else
+      note_renamed(target);
     g_inflight.phase.store(kIdle);
   }
   if (!ok || !may_rename) unlink(tmp.c_str());
@@ -174,6 +191,13 @@ void abandon() {
   if (!(s1 & 1) && g_inflight.seq.load(std::memory_order_relaxed) == s1 && path[0]) unlink(path);
 }
 
-void reset() { g_inflight.phase.store(kIdle); }
+void reset() {
+  g_renamed.n.store(0);
+  g_inflight.phase.store(kIdle);
+}
+
+int renamed_count() { return g_renamed.n.load(std::memory_order_acquire); }
+
+const char* renamed_path(int i) { return i >= 0 && i < renamed_count() ? g_renamed.path[i] : ""; }
 
 }  // namespace atomic_file

@@ -25,6 +25,13 @@ void abandon();
 // A new stop of the same process (after a failed exec, in a fork child).
 void reset();
 
+// The files renamed into place since reset(), in order (the first four):
+// recorded before the writer lets go of the rename, so the list is complete
+// once abandon() has returned -- a line printed by a waiter that gave up
+// names every file that exists. Signal-safe.
+int renamed_count();
+const char* renamed_path(int i);
+
 extern ssize_t (*write_fn)(int fd, const void* buf, size_t n);
 extern int (*fsync_fn)(int fd);
 

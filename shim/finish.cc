@@ -16,6 +16,7 @@
 #include "gzip.h"
 #include "heap.h"
 #include "heap_dump.h"
+#include "image.h"
 #include "pprof.h"
 #include "procmaps.h"
 #include "sampler.h"
@@ -218,13 +219,7 @@ bool emit(pprof::Builder& b, Context& ctx, const char* kind, summary::Figures* f
     errors->push_back(err);
     return false;
   }
-  std::string path = ctx.cfg->dir + "/" + name;
-  f->files.push_back(path);
-  int i = ctx.nwritten.load();
-  if (i < 2 && path.size() < sizeof ctx.written[0]) {
-    memcpy(ctx.written[i], path.c_str(), path.size() + 1);
-    ctx.nwritten.store(i + 1, std::memory_order_release);
-  }
+  f->files.push_back(ctx.cfg->dir + "/" + name);
   return true;
 }
 
@@ -254,16 +249,17 @@ void heap_profile(Context& ctx, const std::vector<RawSample>& s, const Symbols& 
   emit(b, ctx, "heap", f, errors);
 }
 
-// Appends what was written so far (signal-safe: no allocation).
+// Appends what was written so far, as the writer recorded it (signal-safe:
+// no allocation).
 size_t append_written(const Context& ctx, char* buf, size_t len, size_t cap) {
   auto put = [&](const char* t) {
     for (; *t && len + 1 < cap; ++t) buf[len++] = *t;
   };
-  int n = ctx.nwritten.load(std::memory_order_acquire);
+  int n = atomic_file::renamed_count();
   if (n == 0) put("; wrote no profile");
-  for (int i = 0; i < n && i < 2; ++i) {
+  for (int i = 0; i < n; ++i) {
     put(i == 0 ? "; wrote " : " ");
-    put(ctx.written[i]);
+    put(atomic_file::renamed_path(i));
   }
   buf[len] = 0;
   return len;
@@ -334,6 +330,8 @@ void run(Context& ctx) {
   }
   f.symbolize_ms = double(sys::now_ns(CLOCK_MONOTONIC) - t_sym) / 1e6;
 
+  // An earlier image of this session with this pid wrote under this stem.
+  ctx.stem = image::unique_stem(cfg.dir, ctx.stem);
   if (cfg.cpu_hz) cpu_profile(ctx, cpu, sym, &f, &errors);
   if (have_heap) heap_profile(ctx, mem, sym, dump.period, dump_real_ns, &f, &errors);
 

@@ -27,9 +27,6 @@ struct Context {
   uint64_t deadline_mono_ns = 0;    // when waiters give up (stop_mono_ns + PROFILE_STOP_TIMEOUT)
   const char* how = "";             // "return from main", "exit", ...
   std::atomic<bool> reported{false};
-  // Files renamed into place so far, for a line someone else prints.
-  char written[2][1024] = {};
-  std::atomic<int> nwritten{0};
   char timeout_text[32] = {};       // PROFILE_STOP_TIMEOUT as the user wrote it, in seconds
 };
 

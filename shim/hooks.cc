@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 #include "image.h"
 #include "lifecycle.h"
 #include "real.h"
+#include "recover.h"
 #include "sampler.h"
 #include "sigmask.h"
 #include "unload.h"
@@ -211,27 +213,68 @@ EXPORT int __libc_start_main(Main main, int argc, char** argv, void (*init)(), v
   return real::libc_start_main()(main_wrapper, argc, argv, init, fini, rtld_fini, stack_end);
 }
 
+// A library the shim uses that ends the process itself (libdw's
+// out-of-memory path is error(EXIT_FAILURE, ...)) would end it from inside
+// the stop, with its status, while the stop waits for itself: the stop ends
+// instead, with its one line.
+void not_inside_the_stop(const char* what) {
+  if (recover::active()) recover::fail(what);
+}
+
 EXPORT void exit(int status) noexcept {
+  not_inside_the_stop("exit() was called inside the stop");
   lifecycle::stop("exit");
   real::exit()(status);
   __builtin_unreachable();
 }
 
 EXPORT void quick_exit(int status) noexcept {
+  not_inside_the_stop("quick_exit() was called inside the stop");
   lifecycle::stop("quick_exit");
   real::quick_exit()(status);
   __builtin_unreachable();
 }
 
 EXPORT void _exit(int status) {
+  not_inside_the_stop("_exit() was called inside the stop");
   lifecycle::stop("_exit");
   real::_exit()(status);
   __builtin_unreachable();
 }
 
 EXPORT void _Exit(int status) noexcept {
+  not_inside_the_stop("_Exit() was called inside the stop");
   lifecycle::stop("_Exit");
   real::_Exit()(status);
+  __builtin_unreachable();
+}
+
+// libdw reports a failed allocation with error(EXIT_FAILURE, ENOMEM, "libdw"):
+// a line of its own on stderr ("prog: libdw: Cannot allocate memory"), a
+// flush of the program's stdout from the stop thread, and exit(1) racing the
+// program's own exit. Inside the shim's own work it ends that work through
+// its recovery point instead, printing nothing; anywhere else it is glibc's
+// error(), given the message formatted here (the same text: "%m" and all).
+EXPORT void error(int status, int errnum, const char* fmt, ...) {
+  if (recover::active()) recover::fail(errnum == ENOMEM ? "out of memory" : "a library the stop uses failed");
+  va_list ap;
+  va_start(ap, fmt);
+  char* msg = nullptr;
+  int n = vasprintf(&msg, fmt, ap);
+  va_end(ap);
+  if (n < 0) {
+    real::error()(status, errnum, "%s", "(message lost: out of memory)");
+    return;
+  }
+  real::error()(status, errnum, "%s", msg);
+  free(msg);
+}
+
+// A failed assert() in a library the stop uses (libdw's, out of memory)
+// prints its message before its abort(): inside the stop, neither.
+EXPORT void __assert_fail(const char* assertion, const char* file, unsigned line, const char* function) {
+  if (recover::active()) recover::fail("a library the stop uses failed an assertion");
+  real::assert_fail()(assertion, file, line, function);
   __builtin_unreachable();
 }
 

@@ -2,8 +2,8 @@
 // The root process's final image writes NAME.*; every other image (a forked
 // child, a descendant however started, an image that exec'd into another
 // profiled one) writes NAME.PROG.PID[.GEN].*. Identity travels in the
-// environment as PROFSHIM_IMAGE=ROOTPID:PID:GEN:SESSION (docs/DESIGN.md,
-// "Fork and exec"). Not signal-safe; called at setup, fork and exec.
+// environment as PROFSHIM_IMAGE=ROOTPID:PID:GEN:SESSION:START (docs/DESIGN.md,
+// "Fork and exec"). Not signal-safe; called at setup, fork, exec and the stop.
 #pragma once
 #include <sys/types.h>
 
@@ -26,11 +26,20 @@ std::string stem(bool as_root);
 // The stem this image writes as now.
 std::string stem();
 
+// At the stop, the stem to write under: the root's NAME as it is; any other
+// stem as it is unless a file of that name was written during this session
+// (by an earlier image with the same pid: pids are reused), else the first
+// of stem-2, stem-3, ... that was not. An image keeps the stem it chose for
+// a later stop of its own (after a failed exec). A file from an earlier
+// session is replaced.
+std::string unique_stem(const std::string& dir, const std::string& stem);
+
 // Whether an exec with this environment starts a profiled image.
 bool env_profiles(char* const envp[]);
 // The environment for an exec: a copy of envp (one malloc'd block, freed
 // with free()) whose PROFSHIM_IMAGE names the next generation of this pid,
-// or null if it could not be made.
-char** exec_env(char* const envp[]);
+// or null if it could not be made. !may_be_root: the new image is not the
+// root even if this one is (the root's NAME.* is already written).
+char** exec_env(char* const envp[], bool may_be_root = true);
 
 }  // namespace image

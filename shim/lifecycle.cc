@@ -48,12 +48,14 @@ std::atomic<bool> g_gave_up{false};  // a waiter gave up on this image's stop
 std::atomic<bool> g_main_exited{false};
 std::atomic<long> g_threads{0};      // threads started through the shim, alive
 std::atomic<int> g_execs{0};         // execs under way (each stopped the image)
+std::atomic<bool> g_stop_as_name{false};  // this image's stop writes the root's NAME.*
 pthread_key_t g_thread_key;
 volatile uint32_t g_done = 0;        // futex word: the stop finished
 // A fatal signal's stop: which signal (for its watchdog), and the one being
 // deferred while its thread was inside the allocator.
 std::atomic<int> g_fatal_sig{0}, g_deferred_sig{0}, g_retries{0};
 __thread bool t_stopping;  // this thread runs a stop inline (a fatal signal's)
+__thread bool t_stop_thread;  // this thread is the shim's stop thread
 
 // Built on first use (our constructor may run before this file's C++
 // initialisers would) and never destroyed: after a stop that timed out, the
@@ -90,12 +92,15 @@ const char* signal_name(int sig) {
   return sig > 0 && sig < int(sizeof kNames / sizeof kNames[0]) ? kNames[sig] : "a signal";
 }
 
-// The first stop path wins: RUNNING -> STOPPING, and what the stop reports.
-// Signal-safe.
-bool claim_stop(const char* how) {
+// The first stop path wins: RUNNING -> STOPPING, and what the stop reports;
+// stem, if given, is what it writes under (only the winner sets it: the
+// stop thread reads it). Signal-safe without stem.
+bool claim_stop(const char* how, const std::string* stem = nullptr) {
   int running = kRunning;
   if (!g_state.compare_exchange_strong(running, kStopping)) return false;
   finish::Context& c = ctx();
+  if (stem) c.stem = *stem;
+  g_stop_as_name.store(!stem && image::root());
   c.how = how;
   c.stop_mono_ns = sys::now_ns(CLOCK_MONOTONIC);
   __atomic_store_n(&c.deadline_mono_ns, c.stop_mono_ns + cfg().stop_timeout_ms * 1000000ull, __ATOMIC_RELEASE);
@@ -145,15 +150,25 @@ void wait_done() {
   finish::report_timeout(ctx());
 }
 
-void* stop_thread(void*) {
-  sigmask::Internal inside;
-  prctl(PR_SET_NAME, "profshim-stop", 0, 0, 0);
+void stop_thread_body(void* altp) {
+  // The thread's first calls into the allocator set up its state there, and
+  // under memory pressure that is where jemalloc fails (a fault, not NULL):
+  // inside the recovery point too.
   heap::set_thread_active(false);
   // Its own arena: a program thread stopped inside malloc may hold its
   // arena's lock, and the stop must not wait for that.
   heap::use_private_arena();
-  void* alt = signals::ensure_altstack();  // a fault in the stop reaches recover
-  finish_guarded();
+  *static_cast<void**>(altp) = signals::ensure_altstack();  // a fault in the stop reaches recover
+  run_finish(nullptr);
+}
+
+void* stop_thread(void*) {
+  sigmask::Internal inside;
+  t_stop_thread = true;
+  prctl(PR_SET_NAME, "profshim-stop", 0, 0, 0);
+  void* alt = nullptr;
+  const char* why = nullptr;
+  if (!recover::run(stop_thread_body, &alt, &why)) finish::report_failure(ctx(), why);
   mark_done();
   signals::release_altstack(alt);
   return nullptr;
@@ -183,8 +198,8 @@ void begin_image() {
   c.start_mono_ns = sys::now_ns(CLOCK_MONOTONIC);
   c.start_real_ns = sys::now_ns(CLOCK_REALTIME);
   c.reported.store(false);
-  c.nwritten.store(0);
   __atomic_store_n(&c.deadline_mono_ns, 0, __ATOMIC_RELEASE);
+  g_stop_as_name.store(false);
   g_done = 0;
   g_gave_up.store(false);
   g_retries.store(0);
@@ -193,8 +208,8 @@ void begin_image() {
 
 // A stop in the normal course of the program: on a thread of its own (or,
 // if none can be started, here on a fresh stack), waited for with a bound.
-void normal_stop(const char* how) {
-  if (claim_stop(how)) {
+void normal_stop(const char* how, const std::string* stem = nullptr) {
+  if (claim_stop(how, stem)) {
     if (stackwalk::inside_handler_over_unsafe_code()) {
       // The program's signal handler interrupted its own malloc and called
       // exit(): the allocator's state on this thread is half-changed, and
@@ -346,8 +361,21 @@ void fatal_call(void* p) {
 
 bool stop_on_fatal(int sig, siginfo_t* si, void* uc) {
   if (g_state.load() == kInert || vfork_child()) return false;
-  // A fault inside the stop itself ends the stop, not the process.
-  if (signals::synchronous_fault(sig, si) && recover::active()) recover::escape_from_fault(sig);
+  bool fault = signals::synchronous_fault(sig, si);
+  // A fault inside the stop itself ends the stop, not the process; so does
+  // an abort() of a library the stop uses (libdw's and libelf's asserts).
+  bool self_abort = sig == SIGABRT && si && si->si_code == SI_TKILL && si->si_pid == raw_getpid();
+  if ((fault || self_abort) && recover::active()) recover::escape_from_fault(sig);
+  if (t_stop_thread) {
+    // The shim's own thread, outside its recovery point (the allocator's
+    // thread teardown after a stop that ran out of memory): nothing of the
+    // program's runs here, so this thread alone ends, at once, without
+    // libc's thread exit (which would call into the allocator again). Any
+    // other signal is blocked on this thread.
+    finish::report_failure(ctx(), "the stop crashed");
+    mark_done();
+    syscall(SYS_exit, 0);
+  }
   // Another signal in this thread's own fatal stop, outside the stop's
   // recovery: nothing to wait for (it would be waiting for itself).
   if (t_stopping) return false;
@@ -435,12 +463,15 @@ char* const* before_exec(char* const envp[]) {
   g_execs.fetch_add(1);
   bool successor = image::env_profiles(envp);
   // The root's image before an exec is not its final one when what it execs
-  // profiles too: that one writes NAME.*.
-  if (state == kRunning && image::root() && successor) ctx().stem = image::stem(false);
-  normal_stop("exec");
+  // profiles too: that one writes NAME.*, this one NAME.PROG.PID.*.
+  const std::string pre_exec = image::stem(false);
+  normal_stop("exec", image::root() && successor ? &pre_exec : nullptr);
   sigmask::before_exec();
   if (!successor) return envp;
-  char** env = image::exec_env(envp);
+  // Another path (exit on another thread, a signal) stopped this image first,
+  // as the root's final one, under NAME: the image this exec starts must not
+  // write NAME.* over it, so it is not the root.
+  char** env = image::exec_env(envp, !g_stop_as_name.load());
   return env ? env : envp;
 }
 

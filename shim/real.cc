@@ -68,6 +68,7 @@ REAL(dup3, Dup3, "dup3", true)
 REAL(close_range, CloseRange, "close_range", false)
 REAL(closefrom, Closefrom, "closefrom", false)
 REAL(setsid, Setsid, "setsid", true)
+REAL(assert_fail, AssertFail, "__assert_fail", true)
 REAL(sigsuspend, Sigsuspend, "sigsuspend", true)
 REAL(ppoll, Ppoll, "ppoll", true)
 REAL(pselect, Pselect, "pselect", true)
@@ -81,14 +82,15 @@ REAL(execvpe, Execvpe, "execvpe", true)
 REAL(fexecve, Fexecve, "fexecve", true)
 REAL(execveat, Execveat, "execveat", false)
 REAL(dlclose, Dlclose, "dlclose", true)
+REAL(error, Error, "error", true)
 
 void resolve_all() {
   libc_start_main(), pthread_create(), pthread_exit(), exit(), quick_exit(), _exit(), _Exit();
   sigaction(), signal(), sysv_signal(), sigset(), sigignore(), siginterrupt(), sighold(), sigrelse();
   sigprocmask(), pthread_sigmask(), sigwait(), sigwaitinfo(), sigtimedwait();
   sigsuspend(), ppoll(), pselect(), epoll_pwait();
-  close(), dup2(), dup3(), close_range(), closefrom(), setsid(), daemon(), fclose(), freopen(), freopen64();
-  execve(), execvpe(), fexecve(), execveat(), dlclose();
+  close(), dup2(), dup3(), close_range(), closefrom(), setsid(), daemon(), assert_fail(), fclose(), freopen(), freopen64();
+  execve(), execvpe(), fexecve(), execveat(), dlclose(), error();
 }
 
 }  // namespace real

@@ -28,6 +28,7 @@ using Dup3 = int (*)(int, int, int);
 using CloseRange = int (*)(unsigned, unsigned, int);
 using Closefrom = void (*)(int);
 using Setsid = pid_t (*)();
+using AssertFail = void (*)(const char*, const char*, unsigned, const char*);
 using Sigsuspend = int (*)(const sigset_t*);
 using Ppoll = int (*)(struct pollfd*, nfds_t, const struct timespec*, const sigset_t*);
 using Pselect = int (*)(int, fd_set*, fd_set*, fd_set*, const struct timespec*, const sigset_t*);
@@ -39,6 +40,7 @@ using Execvpe = int (*)(const char*, char* const[], char* const[]);
 using Fexecve = int (*)(int, char* const[], char* const[]);
 using Execveat = int (*)(int, const char*, char* const[], char* const[], int);
 using Dlclose = int (*)(void*);
+using Error = void (*)(int, int, const char*, ...);
 
 // Resolves every original now (the constructor calls it, inert or not): a
 // first dlsym inside a vfork child would write to the parent's memory.
@@ -70,6 +72,7 @@ Dup3 dup3();
 CloseRange close_range();  // may be null on an old libc
 Closefrom closefrom();      // may be null on an old libc
 Setsid setsid();
+AssertFail assert_fail();
 Sigsuspend sigsuspend();
 Ppoll ppoll();
 Pselect pselect();
@@ -83,5 +86,6 @@ Execvpe execvpe();
 Fexecve fexecve();
 Execveat execveat();  // may be null on an old libc
 Dlclose dlclose();
+Error error();
 
 }  // namespace real

@@ -47,9 +47,12 @@ void escape_from_fault(int sig) {
     case SIGSEGV: leave("the stop crashed (SIGSEGV)");
     case SIGBUS: leave("the stop crashed (SIGBUS)");
     case SIGFPE: leave("the stop crashed (SIGFPE)");
+    case SIGABRT: leave("the stop aborted (SIGABRT)");
     default: leave("the stop crashed (SIGILL)");
   }
 }
+
+void fail(const char* why) { leave(why); }
 
 [[noreturn]] void out_of_memory() {
   if (t_jmp) leave("out of memory");

@@ -23,4 +23,9 @@ bool active();
 // From the fatal-signal handler: leaves run() (does not return).
 [[noreturn]] void escape_from_fault(int sig);
 
+// Leaves run() with why (only while active()): a library the shim uses
+// reported a failure its own way (libdw's error(EXIT_FAILURE, ENOMEM, ...),
+// an exit()), which must end the stop, not print or end the process.
+[[noreturn]] void fail(const char* why);
+
 }  // namespace recover

@@ -23,6 +23,23 @@ bool same_build_id(Elf* elf, const std::string& want) {
   return n == static_cast<ssize_t>(want.size()) && std::memcmp(p, want.data(), n) == 0;
 }
 
+// Opens path for reading only if it is a regular file, without blocking: a
+// FIFO (or a device) planted where a binary or its debug file should be
+// would block open() or read() until the stop gave up, and a file with a
+// lease would block open() until the lease was broken. -1 otherwise.
+int open_regular(const char* path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) return -1;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return -1;
+  }
+  // Regular files ignore O_NONBLOCK; cleared all the same, for libelf.
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+
 // The file behind a module: by its path; when maps says it was deleted (an
 // upgrade replaced it), through /proc/self/map_files, which still reaches the
 // mapped inode (opening it takes CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE;
@@ -37,10 +54,10 @@ int open_module_file(const ModInfo& mi, std::string* name) {
                   static_cast<unsigned long long>(mi.map_start),
                   static_cast<unsigned long long>(mi.map_end));
     *name = p.substr(0, p.size() - n);
-    return open(buf, O_RDONLY | O_CLOEXEC);
+    return open_regular(buf);
   }
   *name = p;
-  return open(p.c_str(), O_RDONLY | O_CLOEXEC);
+  return open_regular(p.c_str());
 }
 
 // Dwfl_Callbacks.find_elf. A file is used only if its build ID is the one in
@@ -57,9 +74,7 @@ int find_elf(Dwfl_Module*, void** userdata, const char*, Dwarf_Addr, char** file
   std::string name;
   int fd = open_module_file(*mi, &name);
   if (fd < 0) return -1;
-  struct stat st;
-  Elf* elf = nullptr;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) elf = dw().elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+  Elf* elf = dw().elf_begin(fd, ELF_C_READ_MMAP, nullptr);
   if (!elf || !same_build_id(elf, mi->build_id)) {
     if (elf) dw().elf_end(elf);
     close(fd);
@@ -73,7 +88,7 @@ int find_elf(Dwfl_Module*, void** userdata, const char*, Dwarf_Addr, char** file
 // Opens dir/link if it is a debug file for this module: not the module's own
 // file under another name, and carrying the module's build ID.
 int open_debug_candidate(const std::string& path, const struct stat* main_st, const std::string& want) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = open_regular(path.c_str());
   if (fd < 0) return -1;
   struct stat st;
   bool ok = fstat(fd, &st) == 0 && !(main_st && st.st_ino == main_st->st_ino && st.st_dev == main_st->st_dev);

@@ -104,3 +104,67 @@ TEST(failed_write_keeps_old_file_and_cleans_up) {
   atomic_file::write_fn = ::write;
   CHECK_EQ(slurp(d + "/x.pprof"), big);
 }
+
+namespace {
+int g_abandon_at;
+ssize_t abandoning_write(int fd, const void* b, size_t n) {
+  if (++g_calls == g_abandon_at) atomic_file::abandon();  // the waiter gives up mid-write
+  return ::write(fd, b, n > 1000 ? 1000 : n);
+}
+int abandoning_fsync(int fd) {
+  atomic_file::abandon();  // ... or while the data is being synced
+  return ::fsync(fd);
+}
+}  // namespace
+
+// Issue 10 item 9: a stop that gave up removes the temporary being written,
+// nothing is renamed into place after it, the old file stays, and a later
+// write of the same stop writes nothing; reset() (a new image) writes again.
+TEST(abandon_mid_write_removes_the_temporary) {
+  std::string d = tmpdir();
+  CHECK_EQ(atomic_file::write(d, "x.pprof", "old"), std::string());
+  std::string big(100000, 'z');
+  for (int at = 1; at <= 3; ++at) {
+    g_calls = 0, g_abandon_at = at;
+    atomic_file::write_fn = abandoning_write;
+    std::string err = atomic_file::write(d, "x.pprof", big);
+    atomic_file::write_fn = ::write;
+    CHECK(err.find("gave up") != std::string::npos);
+    CHECK_EQ(slurp(d + "/x.pprof"), std::string("old"));
+    CHECK_EQ(entries(d), 1);
+    // The rest of the stop: nothing more is written.
+    CHECK(atomic_file::write(d, "y.pprof", "late").find("gave up") != std::string::npos);
+    CHECK_EQ(entries(d), 1);
+    atomic_file::reset();
+  }
+  atomic_file::fsync_fn = abandoning_fsync;
+  std::string err = atomic_file::write(d, "x.pprof", big);
+  atomic_file::fsync_fn = ::fsync;
+  CHECK(err.find("gave up") != std::string::npos);
+  CHECK_EQ(slurp(d + "/x.pprof"), std::string("old"));
+  CHECK_EQ(entries(d), 1);
+  atomic_file::reset();
+  CHECK_EQ(atomic_file::write(d, "x.pprof", "new"), std::string());
+  CHECK_EQ(slurp(d + "/x.pprof"), std::string("new"));
+  CHECK_EQ(entries(d), 1);
+}
+
+// What a line printed by a waiter that gave up names: every file renamed
+// into place since reset(), and nothing the abandoned writer did not finish.
+TEST(renamed_files_are_recorded_before_the_writer_lets_go) {
+  std::string d = tmpdir();
+  atomic_file::reset();
+  CHECK_EQ(atomic_file::renamed_count(), 0);
+  CHECK_EQ(atomic_file::write(d, "a.pprof", "a"), std::string());
+  CHECK_EQ(atomic_file::write(d, "b.pprof", "b"), std::string());
+  CHECK_EQ(atomic_file::renamed_count(), 2);
+  CHECK_EQ(std::string(atomic_file::renamed_path(0)), d + "/a.pprof");
+  CHECK_EQ(std::string(atomic_file::renamed_path(1)), d + "/b.pprof");
+  g_calls = 0, g_abandon_at = 1;
+  atomic_file::write_fn = abandoning_write;
+  CHECK(atomic_file::write(d, "c.pprof", "c").find("gave up") != std::string::npos);
+  atomic_file::write_fn = ::write;
+  CHECK_EQ(atomic_file::renamed_count(), 2);
+  atomic_file::reset();
+  CHECK_EQ(atomic_file::renamed_count(), 0);
+}
