@@ -29,6 +29,7 @@ constexpr mode_t kFileMode = 0644, kDirMode = 0755;
 enum Phase : int { kIdle = 0, kRenaming, kAbandoned };
 struct InFlight {
   std::atomic<int> phase;
+  std::atomic<pid_t> writer;  // the thread renaming, while kRenaming
   std::atomic<uint32_t> seq;  // odd while path is being written
   char path[4096];
 };
@@ -160,6 +161,7 @@ std::string write(const std::string& dir, const std::string& name, const std::st
   if (ok && fsync_fn(fd) != 0) ok = false, err = errno;
   if (close(fd) != 0 && ok) ok = false, err = errno;
   int idle = kIdle;
+  g_inflight.writer.store(gettid());
   bool may_rename = ok && g_inflight.phase.compare_exchange_strong(idle, kRenaming);
   if (may_rename) {
     if (rename(tmp.c_str(), target.c_str()) != 0)
@@ -176,11 +178,18 @@ std::string write(const std::string& dir, const std::string& name, const std::st
 }
 
 void abandon() {
-  // A rename under way takes microseconds, unless the file system hangs.
-  for (int i = 0; i < 50000; ++i) {
+  // A rename under way takes microseconds, unless the file system hangs: at
+  // most 50 ms, and not at all when the writer is this very thread (a
+  // watchdog that interrupted it there).
+  struct timespec start;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  for (;;) {
     int idle = kIdle;
     if (g_inflight.phase.compare_exchange_strong(idle, kAbandoned) || idle == kAbandoned) break;
-    struct timespec ts = {0, 1000};
+    if (g_inflight.writer.load() == gettid()) break;
+    struct timespec now, ts = {0, 100000};
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if ((now.tv_sec - start.tv_sec) * 1000000000L + (now.tv_nsec - start.tv_nsec) > 50000000L) break;
     nanosleep(&ts, nullptr);
   }
   g_inflight.phase.store(kAbandoned);

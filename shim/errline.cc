@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -24,6 +25,8 @@ struct State {
   ino_t ino;
   std::atomic<bool> known;      // fd 2 was open at setup
   std::atomic<bool> detached;
+  std::atomic<bool> no_pipes;          // a fork child's image: keeps no duplicate of a pipe
+  std::atomic<uint64_t> deadline_ns;   // the stop's (CLOCK_MONOTONIC), 0: none yet
 };
 State g;  // zero-initialised: no dynamic initialiser (DESIGN "Globals")
 
@@ -35,7 +38,25 @@ bool same_file(int fd) {
 // A write to a closed pipe sends SIGPIPE to the writing thread: blocked
 // around ours, and taken back if ours raised it, so the program's status
 // and handlers never see it.
+// A pipe nobody reads (a parent that only reads stdout, a full journal)
+// would hold the write, and the stop with it: wait for room at most until
+// the stop's deadline, else drop the line.
+bool room_to_write(int fd) {
+  uint64_t deadline = g.deadline_ns.load(std::memory_order_relaxed);
+  for (;;) {
+    uint64_t now = sys::now_ns(CLOCK_MONOTONIC);
+    int wait_ms = 0;
+    if (deadline > now) wait_ms = int((deadline - now) / 1000000) + 1;
+    else if (deadline == 0) wait_ms = 1000;
+    struct pollfd p = {fd, POLLOUT, 0};
+    int r = int(syscall(SYS_poll, &p, 1, wait_ms));
+    if (r > 0) return !(p.revents & POLLNVAL);
+    if (r == 0 || errno != EINTR) return r < 0;  // a poll that fails for another reason: just write
+  }
+}
+
 void write_quietly(int fd, const char* buf, size_t len) {
+  if (!room_to_write(fd)) return;
   sigset_t pipe_only, old, pending;
   sigemptyset(&pipe_only);
   sigaddset(&pipe_only, SIGPIPE);
@@ -95,8 +116,17 @@ void line(const char* text) {
     write_quietly(2, buf, len);
 }
 
+bool is_pipe_like(int fd) {
+  struct stat st;
+  return fstat(fd, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
+}
+
 void before_fd2_goes() {
   if (!g.known.load() || g.detached.load() || g.dup.load() >= 0 || !same_file(2)) return;
+  // A forked child that lets its stderr go and lives on (a daemon that does
+  // not call setsid) must not keep its parent's pipe open: a reader of that
+  // pipe would wait for its end as long as the child lives.
+  if (g.no_pipes.load() && is_pipe_like(2)) return;
   int d = fcntl(2, F_DUPFD_CLOEXEC, top_free_fd());
   if (d >= 0) g.dup.store(d);
 }
@@ -114,6 +144,18 @@ void before_close(unsigned lo, unsigned hi) {
   }
 }
 
-void detaching() { g.detached.store(true); }
+void detaching() {
+  g.detached.store(true);
+  int d = g.dup.exchange(-1);
+  if (d >= 0) syscall(SYS_close, d);  // its parent's pipe, say: let it go
+}
+
+void forked() {
+  g.no_pipes.store(true);
+  int d = g.dup.load();
+  if (d >= 0 && is_pipe_like(d) && g.dup.compare_exchange_strong(d, -1)) syscall(SYS_close, d);
+}
+
+void set_deadline(uint64_t mono_ns) { g.deadline_ns.store(mono_ns, std::memory_order_relaxed); }
 
 }  // namespace errline

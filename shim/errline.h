@@ -16,6 +16,7 @@
 // line() is signal-safe and never raises SIGPIPE in the program: a closed
 // pipe costs the line, not the process.
 #pragma once
+#include <stdint.h>
 
 namespace errline {
 
@@ -29,7 +30,14 @@ void line(const char* text);
 // replaced; fds [lo, hi] are about to be closed.
 void before_fd2_goes();
 void before_close(unsigned lo, unsigned hi);
-// The program detaches from its session's terminal or pipe.
+// The program detaches from its session's terminal or pipe: a duplicate
+// held is let go, and none is taken from now on.
 void detaching();
+// In a fork child: a duplicate of a pipe or socket is let go, and none is
+// taken (errline.cc, before_fd2_goes).
+void forked();
+// The stop's deadline: a line waits for room in a full pipe at most until
+// then (CLOCK_MONOTONIC ns).
+void set_deadline(uint64_t mono_ns);
 
 }  // namespace errline

@@ -152,8 +152,7 @@ Result others(uint64_t deadline_ns, uint64_t park_until_ns) {
   return r;
 }
 
-void on_request(void* uc) {
-  if (stackwalk::interrupted_in_unsafe_code(uc)) return;  // asked again in a moment
+void park_here() {
   uint32_t i = g.nfrozen.fetch_add(1, std::memory_order_acq_rel);
   if (i < kMaxFrozen) g.frozen[i].store(int32_t(sys::gettid()), std::memory_order_release);
   for (;;) {
@@ -161,6 +160,11 @@ void on_request(void* uc) {
     if (now >= until) return;
     sys::futex_wait(&g.never, 0, until - now);
   }
+}
+
+void on_request(void* uc) {
+  if (stackwalk::interrupted_in_unsafe_code(uc)) return;  // asked again in a moment
+  park_here();
 }
 
 }  // namespace freeze

@@ -27,5 +27,8 @@ Result others(uint64_t deadline_ns, uint64_t park_until_ns);
 
 // The request's handler side, in the thread asked.
 void on_request(void* ucontext);
+// A request a thread took in sigwait and friends (not in a handler): it is
+// at a safe point, and parks.
+void park_here();
 
 }  // namespace freeze

@@ -62,6 +62,7 @@ __thread bool t_counted;
 void thread_leaves() {
   if (t_counted) g_live_threads.fetch_sub(1, std::memory_order_relaxed);
   t_counted = false;
+  lifecycle::thread_ending();
 }
 
 PROFSHIM_WRAPPER void* thread_start(void* p) {

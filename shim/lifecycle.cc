@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -54,7 +55,9 @@ volatile uint32_t g_done = 0;        // futex word: the stop finished
 // A fatal signal's stop: which signal (for its watchdog), and the one being
 // deferred while its thread was inside the allocator.
 std::atomic<int> g_fatal_sig{0}, g_deferred_sig{0}, g_retries{0};
-__thread bool t_stopping;  // this thread runs a stop inline (a fatal signal's)
+__thread bool t_stopping;     // this thread runs a stop inline (a fatal signal's)
+__thread int t_deferred_sig;  // a fatal signal this thread deferred, until its retry
+__thread bool t_inline_normal_stop;  // this thread runs a normal stop in place, bounded by a timer
 __thread bool t_stop_thread;  // this thread is the shim's stop thread
 
 // Built on first use (our constructor may run before this file's C++
@@ -104,6 +107,7 @@ bool claim_stop(const char* how, const std::string* stem = nullptr) {
   c.how = how;
   c.stop_mono_ns = sys::now_ns(CLOCK_MONOTONIC);
   __atomic_store_n(&c.deadline_mono_ns, c.stop_mono_ns + cfg().stop_timeout_ms * 1000000ull, __ATOMIC_RELEASE);
+  errline::set_deadline(c.deadline_mono_ns);
   return true;
 }
 
@@ -208,13 +212,35 @@ void begin_image() {
 
 // A stop in the normal course of the program: on a thread of its own (or,
 // if none can be started, here on a fresh stack), waited for with a bound.
+void inline_normal_stop(void*) {
+  // Bounded by a timer on the shim's signal: past the deadline the stop is
+  // abandoned through its recovery point (on_watchdog) and the caller goes on.
+  sigset_t ours;
+  sigemptyset(&ours);
+  sigaddset(&ours, own_signal::number());
+  sigmask::unfiltered(SIG_UNBLOCK, &ours, nullptr);
+  uint64_t now = sys::now_ns(CLOCK_MONOTONIC), deadline = ctx().deadline_mono_ns;
+  int watchdog = own_signal::arm_self(own_signal::kWatchdog, deadline > now ? deadline - now : 1);
+  t_inline_normal_stop = true;
+  finish_guarded();
+  t_inline_normal_stop = false;
+  own_signal::disarm(watchdog);
+}
+
 void normal_stop(const char* how, const std::string* stem = nullptr) {
   if (claim_stop(how, stem)) {
-    if (stackwalk::inside_handler_over_unsafe_code()) {
+    stackwalk::Context where = stackwalk::calling_context();
+    if (where == stackwalk::kHandlerOverUnsafeCode) {
       // The program's signal handler interrupted its own malloc and called
       // exit(): the allocator's state on this thread is half-changed, and
       // the stop allocates. No profile rather than a hang.
       finish::report_failure(ctx(), "exit was called in a signal handler that interrupted the allocator");
+      mark_done();
+    } else if (where == stackwalk::kHandler) {
+      // Inside a signal handler pthread_create could meet its own locks
+      // held (the handler interrupted a thread's start or end): in place.
+      if (!stack::run_on_fresh(kStopStack, inline_normal_stop, nullptr))
+        finish::report_failure(ctx(), "out of memory (no stack for the stop)");
       mark_done();
     } else if (!spawn_stop_thread()) {
       if (!stack::run_on_fresh(kStopStack, finish_guarded, nullptr))
@@ -227,6 +253,13 @@ void normal_stop(const char* how, const std::string* stem = nullptr) {
 
 void fatal_stop_body(void*) {
   t_stopping = true;
+  // The watchdog's signal must reach this thread: a fatal signal can come
+  // inside the shim's own handler (an external SIGRTMAX-4) or a program's
+  // handler whose kernel sa_mask holds it (one on its alternate stack).
+  sigset_t ours;
+  sigemptyset(&ours);
+  sigaddset(&ours, own_signal::number());
+  sigmask::unfiltered(SIG_UNBLOCK, &ours, nullptr);
   finish::Context& c = ctx();
   uint64_t now = sys::now_ns(CLOCK_MONOTONIC);
   uint64_t quarter = (c.deadline_mono_ns - now) / 4;
@@ -249,6 +282,7 @@ void after_fork_in_parent() {
 // The child of fork profiles itself from here on, as its own image.
 void after_fork_in_child() {
   own_signal::after_fork();
+  errline::forked();
   if (g_state.load() != kRunning) {
     g_state.store(kInert);
     return;
@@ -401,9 +435,15 @@ bool fatal_on_this_stack(int sig, siginfo_t* si, void* uc) {
     // held by this very thread, and a stop -- ours, or one under way on
     // another thread -- needs them. A sent signal is taken again in a
     // moment, when the thread has left; a fault there cannot be, nor written.
-    if (!fault && g_retries.fetch_add(1) < kMaxRetries) {
+    // The retry comes on the shim's signal, once this handler has returned:
+    // not if the interrupted code blocks it (a program's alternate-stack
+    // handler), nor with retries used up.
+    bool can_return = !sigismember(&static_cast<ucontext_t*>(uc)->uc_sigmask, own_signal::number());
+    if (!fault && can_return && g_retries.fetch_add(1) < kMaxRetries) {
       g_deferred_sig.store(sig);
+      t_deferred_sig = sig;
       if (own_signal::arm_self(own_signal::kRetryFatal, kRetryNs) >= 0) return true;
+      t_deferred_sig = 0;
     }
     if (claim_stop(signal_name(sig))) {
       finish::report_failure(ctx(), fault ? "the program crashed inside the allocator"
@@ -426,6 +466,9 @@ bool fatal_on_this_stack(int sig, siginfo_t* si, void* uc) {
 }  // namespace
 
 void on_watchdog() {
+  // A normal stop run in place (exit() called in a signal handler): past
+  // its bound it is abandoned, and the program's exit goes on.
+  if (t_inline_normal_stop) recover::fail("it did not finish within PROFILE_STOP_TIMEOUT");
   // On the thread of a fatal stop that ran past its bound, interrupting it
   // wherever it is: say so, remove what is half-written, and die of the
   // signal as the process would have.
@@ -445,10 +488,13 @@ void on_watchdog() {
   sigmask::unfiltered(SIG_UNBLOCK, &one, nullptr);
 }
 
-void on_retry_fatal() {
-  // Blocked here, pending until this handler returns to where the program
-  // now is: the fatal handler then meets it there.
+void on_retry_fatal(const siginfo_t* si) {
+  // One shot: its timer goes. Then the signal, blocked here, pending until
+  // this handler returns to where the program now is: the fatal handler
+  // meets it there.
+  if (si) syscall(SYS_timer_delete, si->si_timerid);
   int sig = g_deferred_sig.load();
+  t_deferred_sig = 0;
   if (sig <= 0) return;
   sigset_t one;
   sigemptyset(&one);
@@ -501,6 +547,15 @@ void main_thread_exiting() {
 void thread_creating() { g_threads.fetch_add(1); }
 
 void thread_create_failed() { g_threads.fetch_sub(1); }
+
+void thread_ending() {
+  // A fatal signal this thread deferred, whose retry would come to a thread
+  // that is gone: sent again to the process, for a thread that is there.
+  if (int sig = t_deferred_sig) {
+    t_deferred_sig = 0;
+    syscall(SYS_kill, raw_getpid(), sig);
+  }
+}
 
 void thread_started(uint64_t creator_view, void* start_fn) {
   stackwalk::note_thread_stack();

@@ -37,7 +37,7 @@ bool stop_on_fatal(int sig, siginfo_t* si, void* uc);
 // own_signal's dispatch of the shim's timers (signal context): a fatal
 // stop past its bound, and a deferred fatal signal's second try.
 void on_watchdog();
-void on_retry_fatal();
+void on_retry_fatal(const siginfo_t* si);
 
 // Around an exec: writes the old image's profiles and returns the
 // environment to exec with (envp itself, or a copy of its own carrying the
@@ -60,6 +60,8 @@ void main_thread_exiting();
 // CPU it uses before its first sample), and its end armed.
 void thread_creating();
 void thread_create_failed();
+// A thread started through the shim ends (returns or pthread_exit).
+void thread_ending();
 void thread_started(uint64_t creator_view, void* start_fn);
 
 }  // namespace lifecycle

@@ -121,7 +121,7 @@ void handler(int sig, siginfo_t* si, void* uc) {
                     (si->si_code == SI_QUEUE && si->si_pid == g.pid && (kind = token_kind(v)) == kFreeze))) {
     if (kind == kFreeze) freeze::on_request(uc);
     if (kind == kWatchdog) lifecycle::on_watchdog();
-    if (kind == kRetryFatal) lifecycle::on_retry_fatal();
+    if (kind == kRetryFatal) lifecycle::on_retry_fatal(si);
   } else {
     external(sig, si, uc);
   }
@@ -216,10 +216,15 @@ bool consume_if_ours(int sig, const siginfo_t* si) {
   }
   int kind = token_kind(v);
   if (si->si_code == SI_TIMER && kind >= 0 && kind != kFreeze) {
-    if (kind == kRetryFatal) lifecycle::on_retry_fatal();
+    if (kind == kRetryFatal) lifecycle::on_retry_fatal(si);
     return true;
   }
-  return si->si_code == SI_QUEUE && si->si_pid == g.pid && kind == kFreeze;  // the freezer asks again
+  if (si->si_code == SI_QUEUE && si->si_pid == g.pid && kind == kFreeze) {
+    // A thread in sigwait holds nothing of the stop's: it parks here.
+    freeze::park_here();
+    return true;
+  }
+  return false;
 }
 
 void after_fork() {

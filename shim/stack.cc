@@ -2,6 +2,7 @@
 #include "stack.h"
 
 #include <stdint.h>
+#include <signal.h>
 #include <sys/mman.h>
 
 // Switches to `top` (16-byte aligned), calls fn(arg) there, switches back.
@@ -36,19 +37,49 @@ profshim_call_on_stack:
 #endif
 
 namespace stack {
+namespace {
+
+constexpr size_t kNestedAlt = 64 << 10;
+
+struct Call {
+  void (*fn)(void*);
+  void* arg;
+  void* alt;
+};
+
+// On the fresh stack: a fault here (in the stop) is delivered on an
+// alternate stack of its own inside the mapping, not at the top of the
+// thread's, where the frames of the handler that brought us here still
+// are. Allowed now: this thread no longer runs on that stack.
+void on_fresh(void* p) {
+  auto* c = static_cast<Call*>(p);
+  stack_t mine = {c->alt, 0, kNestedAlt}, before;
+  bool swapped = sigaltstack(&mine, &before) == 0;
+  c->fn(c->arg);
+  if (swapped) {
+    before.ss_flags &= SS_DISABLE;  // SS_ONSTACK is a report, not a setting
+    sigaltstack(&before, nullptr);
+  }
+}
+
+}  // namespace
 
 bool run_on_fresh(size_t size, void (*fn)(void*), void* arg) {
-  const size_t guard = 4096;
-  void* base = mmap(nullptr, size + guard, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                    -1, 0);
+  const size_t guard = 4096, total = guard + kNestedAlt + guard + size;
+  void* base = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (base == MAP_FAILED) return false;
-  mprotect(base, guard, PROT_NONE);  // an overflow faults instead of writing below
+  // [guard][nested alternate stack][guard][stack]: an overflow of either
+  // faults instead of writing below it.
+  char* b = static_cast<char*>(base);
+  mprotect(b, guard, PROT_NONE);
+  mprotect(b + guard + kNestedAlt, guard, PROT_NONE);
+  Call c = {fn, arg, b + guard};
   // Headroom above the first frame: a callee may read its caller's
   // argument area (glibc's syscall() loads a sixth argument from 8(%rsp),
   // and fn may tail-call it).
-  uintptr_t top = (reinterpret_cast<uintptr_t>(base) + guard + size - 256) & ~uintptr_t(15);
-  profshim_call_on_stack(reinterpret_cast<void*>(top), fn, arg);
-  munmap(base, size + guard);
+  uintptr_t top = (reinterpret_cast<uintptr_t>(b) + total - 256) & ~uintptr_t(15);
+  profshim_call_on_stack(reinterpret_cast<void*>(top), on_fresh, &c);
+  munmap(base, total);
   return true;
 }
 

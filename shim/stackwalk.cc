@@ -175,13 +175,14 @@ bool interrupted_in_unsafe_code(void* uc) {
   return false;
 }
 
-bool inside_handler_over_unsafe_code() {
+Context calling_context() {
   uint64_t frames[32];
   Walk w = {frames, 32, 0, false};
   _Unwind_Backtrace(step, &w);
+  if (!w.started) return kNotInHandler;
   for (int i = 0; i < w.n; ++i)
-    if (in_unsafe_code(pc_of(frames[i]))) return true;
-  return false;
+    if (in_unsafe_code(pc_of(frames[i]))) return kHandlerOverUnsafeCode;
+  return kHandler;
 }
 
 }  // namespace stackwalk

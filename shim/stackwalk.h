@@ -44,8 +44,10 @@ bool in_unsafe_code(uint64_t pc);
 // Whether the context a signal interrupted is inside such code, in any of
 // its first frames (a thread inside malloc, or inside a lock jemalloc took).
 bool interrupted_in_unsafe_code(void* ucontext);
-// Whether the calling thread runs inside a signal handler that interrupted
-// such code (a program's handler that calls exit(), say).
-bool inside_handler_over_unsafe_code();
+// Whether the calling thread runs inside a signal handler (a program's
+// handler that calls exit(), say), and whether that handler interrupted such
+// code.
+enum Context { kNotInHandler, kHandler, kHandlerOverUnsafeCode };
+Context calling_context();
 
 }  // namespace stackwalk

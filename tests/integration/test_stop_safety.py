@@ -401,7 +401,9 @@ def test_timeout_waited_once(ctx):
             lines = _shim_lines(r)
             check(len(lines) == 1 and "did not finish within 1 s" in lines[0],
                   "%s: want the one timeout line (the stop takes seconds here)\n%s" % (what, r.describe()))
-            check(0.95 <= took < 1.7, "%s: %.2f s from the stop to the process's end; the bound is 1 s, "
+            # A second wait would be a second full second (>= 2 s); what lies
+            # between is the throttled process getting the CPU to say so.
+            check(0.95 <= took < 1.95, "%s: %.2f s from the stop to the process's end; the bound is 1 s, "
                   "waited once\n%s" % (what, took, r.describe()))
             check(not _temporaries(d), "%s: temporaries left: %s" % (what, _temporaries(d)))
     finally:
