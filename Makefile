@@ -106,6 +106,12 @@ $(BUILD)/workloads/sym_cxx_names: tests/workloads/sym_cxx_names.cc | $(BUILD)/.d
 	@mkdir -p $(dir $@)
 	$(CXX) -O2 -g -fno-omit-frame-pointer -pthread -o $@ $<
 
+# A program that unwinds itself with libunwind (the sampler must share no
+# lock with it).
+$(BUILD)/workloads/unwinds_itself: tests/workloads/unwinds_itself.c | $(BUILD)/.deps-ok
+	@mkdir -p $(dir $@)
+	$(CC) -O1 -g -fno-omit-frame-pointer -o $@ $< -lunwind
+
 $(BUILD)/workloads/uses_zlib: tests/workloads/uses_zlib.c | $(BUILD)/.deps-ok
 	@mkdir -p $(dir $@)
 	$(CC) -O1 -g -fno-omit-frame-pointer -fno-inline -o $@ $< -lz

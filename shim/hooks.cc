@@ -27,6 +27,7 @@
 #include "recover.h"
 #include "sampler.h"
 #include "sigmask.h"
+#include "stackwalk.h"
 #include "unload.h"
 #include "wrappers.h"
 
@@ -345,7 +346,8 @@ EXPORT int pthread_create(pthread_t* t, const pthread_attr_t* attr, void* (*fn)(
   if (!s) return real::pthread_create()(t, attr, fn, arg);
   *s = {fn, arg, profiled ? sigmask::view_bits() : 0, profiled};
   if (profiled) lifecycle::thread_creating();
-  int rc = real::pthread_create()(t, attr, thread_start, s);
+  pthread_attr_t roomier;
+  int rc = real::pthread_create()(t, stackwalk::with_room(attr, &roomier, profiled), thread_start, s);
   if (rc != 0) {
     if (profiled) lifecycle::thread_create_failed();
     free(s);

@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -253,6 +254,21 @@ bool owns(const void* v) {
   return g.slots && v >= static_cast<const void*>(g.slots) && v < static_cast<const void*>(g.slots + kMaxSlots);
 }
 
+namespace {
+// Near the bottom of a small stack (or the program's alternate stack): the
+// interrupted instruction alone, in as little stack as can be.
+uint32_t add_leaf(void* uc, int32_t tid, uint32_t serial, uint64_t n, uint64_t w) {
+  uint64_t pc = uint64_t(static_cast<ucontext_t*>(uc)->uc_mcontext.gregs[REG_RIP]) | stackwalk::kExact;
+  return stack_table::add(&pc, 1, tid, serial, n, w);
+}
+// The whole stack; its 1 KiB of frames only on a stack with room for them.
+__attribute__((noinline)) uint32_t add_walked(void* uc, int32_t tid, uint32_t serial, uint64_t n, uint64_t w) {
+  uint64_t pcs[kMaxDepth];
+  int depth = stackwalk::from_signal(uc, pcs, kMaxDepth);
+  return stack_table::add(pcs, uint32_t(depth), tid, serial, n, w);
+}
+}  // namespace
+
 void on_timer(siginfo_t* si, void* uc) {
   g.in_flight.fetch_add(1);
   Slot* s = static_cast<Slot*>(si->si_value.sival_ptr);
@@ -267,8 +283,8 @@ void on_timer(siginfo_t* si, void* uc) {
     uint64_t cpu = sys::now_ns(CLOCK_THREAD_CPUTIME_ID);
     uint64_t w = cpu > s->last_cpu ? cpu - s->last_cpu : 0;
     if (cpu > s->last_cpu) s->last_cpu = cpu;
-    uint64_t pcs[kMaxDepth];
-    int depth = stackwalk::from_signal(uc, pcs, kMaxDepth);
+    uint32_t ref = stackwalk::cramped(uc) ? add_leaf(uc, tid, s->serial, n, w) : add_walked(uc, tid, s->serial, n, w);
+    if (ref) s->last = ref;
     s->delivered += n;
     // A thread the shim did not start has no exit destructor to record its
     // name: its name as of its latest sample (one system call).
@@ -278,7 +294,6 @@ void on_timer(siginfo_t* si, void* uc) {
     }
     g.signals.fetch_add(1, std::memory_order_relaxed);
     g.expirations.fetch_add(n, std::memory_order_relaxed);
-    if (uint32_t ref = stack_table::add(pcs, uint32_t(depth), tid, s->serial, n, w)) s->last = ref;
   }
   g.in_flight.fetch_sub(1);
 }

@@ -2,6 +2,7 @@
 #include "stackwalk.h"
 
 #include <link.h>
+#include <sys/auxv.h>
 #include <pthread.h>
 #include <signal.h>
 #include <ucontext.h>
@@ -74,21 +75,6 @@ _Unwind_Reason_Code step(struct _Unwind_Context* ctx, void* arg) {
   return w->n < w->max ? _URC_NO_REASON : _URC_END_OF_STACK;
 }
 
-// Whether this handler runs with little stack left: on the program's
-// alternate stack (a program's 8 KiB one, say; the kernel records in the
-// context whether the interrupted code was on it), or near the bottom of a
-// small thread stack. Then only the interrupted instruction is taken.
-bool cramped(void* uc) {
-  uintptr_t sp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
-  const stack_t& ss = static_cast<ucontext_t*>(uc)->uc_stack;
-  if (ss.ss_flags & SS_ONSTACK) {
-    uintptr_t lo = reinterpret_cast<uintptr_t>(ss.ss_sp);
-    if (sp >= lo && sp < lo + ss.ss_size) return sp - lo < kUnwindRoom;
-    return false;  // running elsewhere (a stack of the shim's)
-  }
-  return t_stack_lo && sp > t_stack_lo && sp - t_stack_lo < kUnwindRoom;
-}
-
 // Code with no unwind information (generated code, hand-written assembly)
 // ends the unwinder's walk at its frame. Past it, the frame-pointer chain
 // from the interrupted context, as far as it stays inside this thread's
@@ -115,6 +101,60 @@ _Unwind_Reason_Code count(struct _Unwind_Context*, void* arg) {
 }
 
 }  // namespace
+
+// Whether this handler runs with little stack left: on the program's
+// alternate stack (a program's 8 KiB one, say; the kernel records in the
+// context whether the interrupted code was on it), or near the bottom of a
+// small thread stack. Then only the interrupted instruction is taken.
+bool cramped(void* uc) {
+  uintptr_t sp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  const stack_t& ss = static_cast<ucontext_t*>(uc)->uc_stack;
+  if (ss.ss_flags & SS_ONSTACK) {
+    uintptr_t lo = reinterpret_cast<uintptr_t>(ss.ss_sp);
+    if (sp >= lo && sp < lo + ss.ss_size) return sp - lo < kUnwindRoom;
+    return false;  // running elsewhere (a stack of the shim's)
+  }
+  return t_stack_lo && sp > t_stack_lo && sp - t_stack_lo < kUnwindRoom;
+}
+
+namespace {
+int tls_of_ours(struct dl_phdr_info* info, size_t, void* arg) {
+  uint64_t self = reinterpret_cast<uint64_t>(&with_room);
+  size_t tls = 0;
+  bool ours = false;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    uint64_t lo = info->dlpi_addr + ph.p_vaddr;
+    if (ph.p_type == PT_LOAD && self >= lo && self < lo + ph.p_memsz) ours = true;
+    if (ph.p_type == PT_TLS) tls = ph.p_memsz + ph.p_align;
+  }
+  if (ours) *static_cast<size_t*>(arg) = tls;
+  return ours;
+}
+}  // namespace
+
+const pthread_attr_t* with_room(const pthread_attr_t* attr, pthread_attr_t* copy, bool sampled) {
+  static size_t tls = [] {
+    size_t n = 0;
+    dl_iterate_phdr(tls_of_ours, &n);
+    return n;
+  }();
+  void* lo = nullptr;
+  size_t size = 0;
+  if (!attr || pthread_attr_getstack(attr, &lo, &size) != 0 || size >= (1u << 20)) return attr;
+  // A stack of the program's own memory: glibc reports its lowest address;
+  // with none set it reports 0 (newer glibc) or 0 - size (2.36).
+  if (lo && reinterpret_cast<uintptr_t>(lo) + size != 0) return attr;
+  // The signal frame (the kernel's minimum for this machine) and the
+  // handler's few frames.
+  size_t signal_room = sampled ? getauxval(AT_MINSIGSTKSZ) + (2 << 10) : 0;
+  if (sampled && signal_room < (6 << 10)) signal_room = 6 << 10;
+  // Only the size differs; pthread_attr_setstacksize writes that field
+  // alone, so a bitwise copy keeps the rest (and points at the same cpuset).
+  __builtin_memcpy(copy, attr, sizeof *copy);
+  if (pthread_attr_setstacksize(copy, size + tls + signal_room) != 0) return attr;
+  return copy;
+}
 
 void prime() {
   // The unwinder's one-time set-up (its register table, under

@@ -10,6 +10,7 @@
 // takes a mutex only for frames registered with __register_frame_info, which
 // JIT compilers use; a program doing that may have a sample wait on it.)
 #pragma once
+#include <pthread.h>
 #include <stdint.h>
 #include <string>
 
@@ -29,6 +30,20 @@ void prime();
 // In a thread's first instruction: its stack's bounds, so a handler near
 // the bottom of a small stack takes the interrupted instruction only.
 void note_thread_stack();
+
+// Whether a handler that received this context has too little stack left
+// to unwind (near the bottom of a small thread stack, or on the program's
+// alternate stack): then take the interrupted instruction only.
+bool cramped(void* ucontext);
+
+// A thread the program gives a small stack of a size it chose: glibc
+// carves every thread's static TLS out of that stack, the shim's (2.7 KiB,
+// most of it jemalloc's) included, and a sampled thread also takes the
+// sampling signal's frame there (3.4 KiB on AVX-512). Returns attributes
+// for a stack that much bigger (in *copy, which is not to be destroyed: it
+// shares the program's attributes' cpuset), or attr itself when the stack
+// is the default, the program's own memory, or large.
+const pthread_attr_t* with_room(const pthread_attr_t* attr, pthread_attr_t* copy, bool sampled);
 
 // The stack of the context a signal handler received (its ucontext): frames
 // leaf first, the leaf and every frame a signal trampoline interrupted

@@ -1,0 +1,92 @@
+"""Programs a review of the signal and stop redesign broke the shim with
+(tests/workloads/review_habits.c, unwinds_itself.c), each compared with a
+plain run: a hang, a process that survived SIGTERM, a crash with no
+profile, a small thread stack overflowed, a program's own use of the
+shim's signal number, a parent kept waiting on a daemon's pipe."""
+
+import os
+import signal
+import subprocess
+import time
+
+from common import check, indent
+from st_helpers import pprofs, prof_env, run
+
+
+def _both(ctx, argv, timeout=60, **vars):
+    plain = run(ctx, argv, env=ctx.env(preload=False), timeout=timeout)
+    d = ctx.mkdtemp("prof")
+    r = run(ctx, argv, env=prof_env(ctx, d, **vars), timeout=timeout)
+    check(r.status.key() == plain.status.key(), "%s: under the shim %s, without it %s\n%s" % (
+        " ".join(argv), r.status, plain.status, r.describe()))
+    check(r.stdout_text == plain.stdout_text, "%s: stdout differs\nplain:\n%s\nshim:\n%s" % (
+        " ".join(argv), indent(plain.stdout_text), indent(r.stdout_text)))
+    return plain, r, d
+
+
+def test_program_that_unwinds_itself_with_libunwind(ctx):
+    """A program looping on unw_step: the sampler, unwinding with the same
+    libunwind, deadlocked on its mutex (3 runs of 4 hung). The shim's walks
+    use its own copy of libgcc's unwinder. Three runs at 1000 Hz."""
+    for _ in range(3):
+        _, r, d = _both(ctx, ["unwinds_itself"], timeout=30, PROFILE_CPU_HZ=1000)
+        check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof"], "PROFILE_DIR holds %s" % pprofs(d))
+
+
+def test_sigterm_taken_by_a_worker_inside_malloc_still_kills(ctx):
+    """SIGTERM lands on short-lived workers, often inside malloc; the shim
+    takes it again 1 ms later, and the worker may end before that: the
+    signal must still end the process (it survived 2 runs in 10)."""
+    for _ in range(6):
+        plain, r, d = _both(ctx, ["review_habits", "lostterm"], timeout=30)
+        check(plain.status.is_signal(signal.SIGTERM), "baseline: %s" % plain.status)
+
+
+def test_crash_in_a_thread_that_blocks_every_signal_is_profiled(ctx):
+    """A worker that blocks every signal faults: the kernel kills a thread
+    that faults with SIGSEGV blocked without running any handler, so the
+    shim keeps the faults out of the kernel's mask too; the profiles are
+    written and the process dies of SIGSEGV as without the shim."""
+    _, r, d = _both(ctx, ["review_habits", "blocked_fault"])
+    check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof"], "PROFILE_DIR holds %s\n%s" % (pprofs(d), r.describe()))
+
+
+def test_threads_with_small_stacks_are_sampled_safely(ctx):
+    """16 KiB thread stacks with 3000 and 7000 bytes in use (a plain run
+    takes 8000), sampled at 1000 Hz. The shim's static TLS (2.7 KiB) comes
+    out of each thread's stack and the sampling signal's frame needs room
+    there: thread stacks of a size the program chose get that much more
+    (with 4000 in use they overflowed: SIGSEGV, no profile)."""
+    for used in ("3000", "7000"):
+        _, r, d = _both(ctx, ["review_habits", "smallstack", used], PROFILE_CPU_HZ=1000)
+        check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof"], "PROFILE_DIR holds %s" % pprofs(d))
+
+
+def test_program_waits_for_the_shims_signal_number_in_sigsuspend(ctx):
+    """The program blocks SIGRTMAX-4, sends it to itself, and waits in
+    sigsuspend with its old mask: its handler runs once (it livelocked:
+    100,000 sigsuspend returns, the handler never ran)."""
+    _both(ctx, ["review_habits", "sigsuspend_own"], timeout=30)
+
+
+def test_sighold_and_sigrelse_of_the_shims_signal_number(ctx):
+    """sighold, raise, sigrelse: the handler runs after the release."""
+    _both(ctx, ["review_habits", "sigrelse_own"])
+
+
+def test_a_daemons_parent_pipe_is_not_held_open(ctx):
+    """out=$(prog) where prog forks a child that points its stdio at
+    /dev/null, calls setsid and lives 3 s: the reader of the pipe is done
+    when the parent exits, as without the shim (the shim's stderr duplicate
+    kept it waiting 3 s)."""
+    prog = ctx.workload("review_habits")
+    took = {}
+    for label, env in (("plain", ctx.env(preload=False)), ("shim", prof_env(ctx, ctx.mkdtemp("prof")))):
+        t0 = time.monotonic()
+        p = subprocess.run(["/bin/sh", "-c", 'out=$("$0" daemon_pipe 2>&1); echo "$out"', prog], env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+        took[label] = time.monotonic() - t0
+        check(b"parent exits" in p.stdout, "%s: %r" % (label, p.stdout))
+    check(took["plain"] < 2, "baseline: the shell waited %.2f s" % took["plain"])
+    check(took["shim"] < 2, "under the shim the shell waited %.2f s for the daemon's pipe (plain %.2f s)" % (
+        took["shim"], took["plain"]))

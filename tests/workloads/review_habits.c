@@ -1,0 +1,133 @@
+// review_habits: the programs a review of the signal and stop redesign
+// broke the shim with, one mode each, to compare runs with and without it.
+//   lostterm        main blocks SIGTERM and sends it while short-lived workers
+//                   allocate: a worker takes it, often inside malloc, and
+//                   ends soon after; the process must die of SIGTERM.
+//   blocked_fault   a worker that blocks every signal faults (SIGSEGV).
+//   smallstack N    two threads with 16 KiB stacks, N bytes in use, burn CPU.
+//   sigsuspend_own  blocks SIGRTMAX-4, sends it to itself, waits in sigsuspend
+//                   with the old mask: its handler runs once.
+//   sigrelse_own    sighold(SIGRTMAX-4), raise it, sigrelse: the handler runs
+//                   after the release, not before.
+//   daemon_pipe     forks a child that points 0-2 at /dev/null, calls setsid
+//                   and lives 3 s; the parent exits at once.
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t got;
+static void on_sig(int s) { (void)s; got++; }
+
+static void* churn(void* a) {
+  void* p[64];
+  for (int r = 0; r < 20; r++) {
+    for (int i = 0; i < 64; i++) p[i] = malloc(16 + i * 8);
+    for (int i = 0; i < 64; i++) free(p[i]);
+  }
+  return a;
+}
+
+static void* faulting(void* a) {
+  volatile long x = 0;
+  for (long i = 0; i < 30000000; i++) x += i;
+  *(volatile int*)0 = 1;
+  return a;
+}
+
+static int pad_bytes;
+__attribute__((noinline)) static long small_burn(void) {
+  volatile long x = 0;
+  for (long i = 0; i < 50000000; i++) x += i;
+  return x;
+}
+static void* small(void* a) {
+  volatile char pad[pad_bytes];
+  memset((char*)pad, 1, (size_t)pad_bytes);
+  return (void*)(small_burn() + pad[0] + (long)a);
+}
+
+int main(int argc, char** argv) {
+  const char* mode = argc > 1 ? argv[1] : "";
+  int rt = SIGRTMAX - 4;
+  if (!strcmp(mode, "lostterm")) {
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &s, NULL);  // main never takes it
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int n = 0;; n++) {
+      pthread_t th[4];
+      pthread_sigmask(SIG_UNBLOCK, &s, NULL);  // the workers may
+      for (int i = 0; i < 4; i++) pthread_create(&th[i], NULL, churn, NULL);
+      pthread_sigmask(SIG_BLOCK, &s, NULL);
+      if (n == 200) kill(getpid(), SIGTERM);
+      for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+      clock_gettime(CLOCK_MONOTONIC, &t);
+      if (t.tv_sec - t0.tv_sec >= 3) break;
+    }
+    printf("survived SIGTERM\n");
+  } else if (!strcmp(mode, "blocked_fault")) {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);  // the worker inherits it
+    pthread_t t;
+    pthread_create(&t, NULL, faulting, NULL);
+    pthread_join(t, NULL);
+  } else if (!strcmp(mode, "smallstack")) {
+    pad_bytes = argc > 2 ? atoi(argv[2]) : 3000;
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setstacksize(&at, 16384);
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+      if (pthread_create(&t[i], &at, small, NULL)) return 3;
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    printf("ok with %d bytes used\n", pad_bytes);
+  } else if (!strcmp(mode, "sigsuspend_own")) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sig;
+    sigaction(rt, &sa, NULL);
+    sigset_t b, old;
+    sigemptyset(&b);
+    sigaddset(&b, rt);
+    sigprocmask(SIG_BLOCK, &b, &old);
+    kill(getpid(), rt);
+    int loops = 0;
+    while (!got && loops < 100000) {
+      sigsuspend(&old);
+      loops++;
+    }
+    printf("got=%d loops=%d\n", (int)got, loops);
+  } else if (!strcmp(mode, "sigrelse_own")) {
+    signal(rt, on_sig);
+    sighold(rt);
+    raise(rt);
+    printf("while held: got=%d\n", (int)got);
+    sigrelse(rt);
+    printf("after sigrelse: got=%d\n", (int)got);
+  } else if (!strcmp(mode, "daemon_pipe")) {
+    if (fork() == 0) {
+      int fd = open("/dev/null", O_RDWR);
+      dup2(fd, 0);
+      dup2(fd, 1);
+      dup2(fd, 2);
+      close(fd);
+      setsid();
+      sleep(3);  // the daemon lives on
+      _exit(0);
+    }
+    printf("parent exits\n");
+  } else {
+    fprintf(stderr, "review_habits: unknown mode %s\n", mode);
+    return 2;
+  }
+  return 0;
+}
