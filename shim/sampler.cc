@@ -57,6 +57,7 @@ struct State {
   pthread_key_t key;
 };
 State g;
+stack_table::Table g_table;  // the samples: (thread, stack) -> expirations, CPU
 
 void* map_zeroed(size_t bytes) {
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
@@ -86,12 +87,12 @@ void credit(Slot* s, uint64_t cpu_now) {
   g.credited.fetch_add(missing, std::memory_order_relaxed);
   g.credited_nanos.fetch_add(nanos, std::memory_order_relaxed);
   if (s->last) {
-    stack_table::add_to(s->last, missing, nanos);
+    g_table.add_to(s->last, missing, nanos);
   } else if (s->start_fn) {
     uint64_t pc = s->start_fn | stackwalk::kExact;
-    s->last = stack_table::add(&pc, 1, s->tid.load(), s->serial, missing, nanos);
+    s->last = g_table.add(&pc, 1, s->tid.load(), s->serial, 0, missing, nanos);
   } else {
-    stack_table::drop(missing, nanos);
+    g_table.drop(missing, nanos);
   }
 }
 
@@ -173,7 +174,7 @@ void on_thread_exit(void* p) {
   if (!disarm(s, kDead)) return;  // the stop has it
   char name[17] = {0};
   prctl(PR_GET_NAME, name, 0, 0, 0);
-  stack_table::record_name(s->serial, tid, name);
+  g_table.record_name(s->serial, tid, name);
   credit(s, sys::now_ns(CLOCK_THREAD_CPUTIME_ID));
   release(s);
 }
@@ -187,7 +188,7 @@ void record_comm(uint32_t serial, int32_t tid) {
   ssize_t r = read(fd, name, sizeof name - 1);
   close(fd);
   if (r > 0 && name[r - 1] == '\n') name[r - 1] = 0;
-  if (r > 0) stack_table::record_name(serial, tid, name);
+  if (r > 0) g_table.record_name(serial, tid, name);
 }
 
 bool has_slot(int32_t tid) {
@@ -215,7 +216,7 @@ bool map_tables(std::string* err) {
     *err = std::string("cannot map the CPU sample table: ") + strerror(errno);
     return false;
   }
-  if (!stack_table::map(err)) return false;
+  if (!g_table.map("CPU sample", err)) return false;
   g.serials = 0;
   g.signals = 0, g.expirations = 0, g.credited = 0, g.credited_nanos = 0, g.threads = 0, g.timer_failures = 0;
   return true;
@@ -223,7 +224,7 @@ bool map_tables(std::string* err) {
 
 void unmap_tables() {
   munmap(g.slots, sizeof(Slot) * kMaxSlots);
-  stack_table::unmap();
+  g_table.unmap();
 }
 
 bool arm_self(std::string* err, uint64_t start_fn = 0) {
@@ -259,13 +260,13 @@ namespace {
 // interrupted instruction alone, in as little stack as can be.
 uint32_t add_leaf(void* uc, int32_t tid, uint32_t serial, uint64_t n, uint64_t w) {
   uint64_t pc = uint64_t(static_cast<ucontext_t*>(uc)->uc_mcontext.gregs[REG_RIP]) | stackwalk::kExact;
-  return stack_table::add(&pc, 1, tid, serial, n, w);
+  return g_table.add(&pc, 1, tid, serial, 0, n, w);
 }
 // The whole stack; its 1 KiB of frames only on a stack with room for them.
 __attribute__((noinline)) uint32_t add_walked(void* uc, int32_t tid, uint32_t serial, uint64_t n, uint64_t w) {
   uint64_t pcs[kMaxDepth];
   int depth = stackwalk::from_signal(uc, pcs, kMaxDepth);
-  return stack_table::add(pcs, uint32_t(depth), tid, serial, n, w);
+  return g_table.add(pcs, uint32_t(depth), tid, serial, 0, n, w);
 }
 }  // namespace
 
@@ -290,7 +291,7 @@ void on_timer(siginfo_t* si, void* uc) {
     // name: its name as of its latest sample (one system call).
     if (!s->own_exit) {
       char name[17] = {0};
-      if (prctl(PR_GET_NAME, name, 0, 0, 0) == 0) stack_table::record_name(s->serial, tid, name);
+      if (prctl(PR_GET_NAME, name, 0, 0, 0) == 0) g_table.record_name(s->serial, tid, name);
     }
     g.signals.fetch_add(1, std::memory_order_relaxed);
     g.expirations.fetch_add(n, std::memory_order_relaxed);
@@ -306,7 +307,7 @@ void on_lost_timer(const siginfo_t* si) {
   uint64_t n = 1 + uint64_t(si->si_overrun > 0 ? si->si_overrun : 0);
   s->delivered += n;
   g.expirations.fetch_add(n, std::memory_order_relaxed);
-  stack_table::add_to(s->last, n, 0);
+  g_table.add_to(s->last, n, 0);
 }
 
 bool start(uint32_t hz, std::string* err) {
@@ -341,7 +342,7 @@ void resume_after_fork_in_parent() {
 void reset_after_fork() {
   g.in_flight.store(0);
   g_forks.store(0);
-  if (!stack_table::mapped() || !g_was_enabled_at_fork) return;
+  if (!g_table.mapped() || !g_was_enabled_at_fork) return;
   // Timers are not inherited by fork and the samples so far are the
   // parent's: the child starts from empty tables, with one thread, whose
   // start routine (or main) is still where its CPU goes without a sample.
@@ -358,7 +359,7 @@ void reset_after_fork() {
 }
 
 void resume() {
-  if (!stack_table::mapped() || g.enabled.load()) return;
+  if (!g_table.mapped() || g.enabled.load()) return;
   for (uint32_t i = 0; i < kMaxSlots; ++i) {
     uint32_t st = g.slots[i].state.load();
     if (st == kDead || st == kStopped) release(&g.slots[i]);
@@ -392,18 +393,18 @@ void stop() {
   }
 }
 
-void for_each(void (*fn)(const Stack&, void*), void* arg) { stack_table::for_each(fn, arg); }
+void for_each(void (*fn)(const Stack&, void*), void* arg) { g_table.for_each(fn, arg); }
 
 void for_each_since(uint64_t* cursor, void (*fn)(const Stack&, void*), void* arg) {
-  stack_table::for_each_since(cursor, fn, arg);
+  g_table.for_each_since(cursor, fn, arg);
 }
 
 Stats stats() {
   return {g.signals.load(),        g.expirations.load(),         g.credited.load(),
-          g.credited_nanos.load(), stack_table::dropped(),       stack_table::dropped_nanos(),
+          g.credited_nanos.load(), g_table.dropped(),       g_table.dropped_nanos(),
           g.threads.load(),        g.timer_failures.load()};
 }
 
-std::string thread_name(uint32_t serial) { return stack_table::name(serial); }
+std::string thread_name(uint32_t serial) { return g_table.name(serial); }
 
 }  // namespace sampler

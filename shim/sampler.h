@@ -24,6 +24,8 @@
 #include <stdint.h>
 #include <string>
 
+#include "stack_table.h"
+
 namespace sampler {
 
 // Maps the tables and creates timers for every thread that exists now
@@ -58,14 +60,10 @@ bool owns(const void* value);
 void on_timer(siginfo_t* si, void* ucontext);
 void on_lost_timer(const siginfo_t* si);
 
-struct Stack {
-  const uint64_t* pcs;  // leaf first, as stackwalk.h records them (kExact marks
-  uint32_t depth;       // interrupted instructions; the rest are returns)
-  int32_t tid;
-  uint32_t serial;      // the thread's own number, never reused (tids are)
-  uint64_t count;       // expirations of the period these samples stand for
-  uint64_t nanos;       // the CPU they weigh, by the thread's clock (about count x period)
-};
+// A published stack (stack_table.h): count is the expirations of the
+// period it stands for, nanos the CPU they weigh by the thread's clock
+// (about count x period), tag 0.
+using Stack = stack_table::Stack;
 // Calls fn for every published stack. Safe while sampling goes on: once
 // published, an entry's thread, depth and pcs never change; only its count
 // and nanos grow, until stop().

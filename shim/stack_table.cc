@@ -5,37 +5,31 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include <atomic>
-
 namespace stack_table {
-namespace {
 
-constexpr uint32_t kTableSize = 1u << 16;       // distinct (stack, thread) pairs
+namespace {
+constexpr uint32_t kTableSize = 1u << 16;       // distinct (thread, tag, stack) entries
 constexpr uint64_t kArenaWords = 1ull << 21;    // 16 MiB of PCs, touched as used
 constexpr uint32_t kMaxNames = 1u << 18;        // threads named, by serial
 constexpr int kProbe = 64;
+// An entry's state word.
+enum : uint32_t { kEmpty = 0, kWriting, kReady };
+}  // namespace
 
-struct Entry {
-  std::atomic<uint32_t> state;  // 0 empty, 1 being written, 2 ready
+struct Table::Entry {
+  std::atomic<uint32_t> state;
   int32_t tid;
   uint32_t serial;
   uint32_t depth;
+  uint32_t tag;
   uint64_t hash;
   uint64_t off;
   std::atomic<uint64_t> count, nanos;
 };
 
-struct Name { int32_t tid; char name[16]; };
+struct Table::Name { int32_t tid; char name[16]; };
 
-struct State {
-  Entry* table;
-  uint64_t* arena;
-  Name* names;          // by serial
-  uint32_t* log;        // entry index + 1, in the order entries were published
-  std::atomic<uint64_t> arena_used, log_used;
-  std::atomic<uint64_t> dropped, dropped_nanos;
-};
-State g;
+namespace {
 
 void* map_zeroed(size_t bytes) {
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
@@ -48,129 +42,126 @@ uint64_t mix(uint64_t h, uint64_t v) {
   return h;
 }
 
-bool same_stack(const Entry& e, uint64_t h, uint32_t serial, const uint64_t* pcs, uint32_t n) {
-  return e.hash == h && e.serial == serial && e.depth == n &&
-         memcmp(g.arena + e.off, pcs, n * sizeof(uint64_t)) == 0;
+}  // namespace
+
+bool Table::map(const char* what, std::string* err) {
+  entries_ = static_cast<Entry*>(map_zeroed(sizeof(Entry) * kTableSize));
+  arena_ = static_cast<uint64_t*>(map_zeroed(sizeof(uint64_t) * kArenaWords));
+  names_ = static_cast<Name*>(map_zeroed(sizeof(Name) * kMaxNames));
+  log_ = static_cast<uint32_t*>(map_zeroed(sizeof(uint32_t) * kTableSize));
+  if (!entries_ || !arena_ || !names_ || !log_) {
+    *err = std::string("cannot map the ") + what + " table: " + strerror(errno);
+    return false;
+  }
+  arena_used_ = 0, log_used_ = 0, dropped_ = 0, dropped_nanos_ = 0;
+  return true;
 }
 
-void publish(uint32_t idx) {
-  uint64_t i = g.log_used.fetch_add(1, std::memory_order_relaxed);
-  if (i < kTableSize) __atomic_store_n(&g.log[i], idx + 1, __ATOMIC_RELEASE);
+void Table::unmap() {
+  munmap(entries_, sizeof(Entry) * kTableSize);
+  munmap(arena_, sizeof(uint64_t) * kArenaWords);
+  munmap(names_, sizeof(Name) * kMaxNames);
+  munmap(log_, sizeof(uint32_t) * kTableSize);
+  entries_ = nullptr, arena_ = nullptr, names_ = nullptr, log_ = nullptr;
 }
 
-bool fill(Entry& e, uint64_t h, int32_t tid, uint32_t serial, const uint64_t* pcs, uint32_t n, uint64_t count,
-          uint64_t nanos) {
-  uint64_t off = g.arena_used.fetch_add(n, std::memory_order_relaxed);
+void Table::publish(uint32_t idx) {
+  uint64_t i = log_used_.fetch_add(1, std::memory_order_relaxed);
+  if (i < kTableSize) __atomic_store_n(&log_[i], idx + 1, __ATOMIC_RELEASE);
+}
+
+bool Table::fill(Entry& e, uint64_t h, int32_t tid, uint32_t serial, uint32_t tag, const uint64_t* pcs,
+                 uint32_t n, uint64_t count, uint64_t nanos) {
+  uint64_t off = arena_used_.fetch_add(n, std::memory_order_relaxed);
   if (off + n > kArenaWords) {
     e.depth = 0;  // matches nothing; skipped by for_each
-    e.state.store(2, std::memory_order_release);
+    e.state.store(kReady, std::memory_order_release);
     drop(count, nanos);
     return false;
   }
-  memcpy(g.arena + off, pcs, n * sizeof(uint64_t));
-  e.hash = h, e.tid = tid, e.serial = serial, e.depth = n, e.off = off;
+  memcpy(arena_ + off, pcs, n * sizeof(uint64_t));
+  e.hash = h, e.tid = tid, e.serial = serial, e.tag = tag, e.depth = n, e.off = off;
   e.count.store(count, std::memory_order_relaxed);
   e.nanos.store(nanos, std::memory_order_relaxed);
-  e.state.store(2, std::memory_order_release);
-  publish(uint32_t(&e - g.table));
+  e.state.store(kReady, std::memory_order_release);
+  publish(uint32_t(&e - entries_));
   return true;
 }
 
-sampler::Stack stack_of(const Entry& e) {
-  return {g.arena + e.off, e.depth, e.tid, e.serial, e.count.load(), e.nanos.load()};
+Stack Table::stack_of(const Entry& e) const {
+  return {arena_ + e.off, e.depth, e.tid, e.serial, e.count.load(), e.nanos.load(), e.tag};
 }
 
-}  // namespace
-
-bool map(std::string* err) {
-  g.table = static_cast<Entry*>(map_zeroed(sizeof(Entry) * kTableSize));
-  g.arena = static_cast<uint64_t*>(map_zeroed(sizeof(uint64_t) * kArenaWords));
-  g.names = static_cast<Name*>(map_zeroed(sizeof(Name) * kMaxNames));
-  g.log = static_cast<uint32_t*>(map_zeroed(sizeof(uint32_t) * kTableSize));
-  if (!g.table || !g.arena || !g.names || !g.log) {
-    *err = std::string("cannot map the CPU sample table: ") + strerror(errno);
-    return false;
-  }
-  g.arena_used = 0, g.log_used = 0, g.dropped = 0, g.dropped_nanos = 0;
-  return true;
-}
-
-void unmap() {
-  munmap(g.table, sizeof(Entry) * kTableSize);
-  munmap(g.arena, sizeof(uint64_t) * kArenaWords);
-  munmap(g.names, sizeof(Name) * kMaxNames);
-  munmap(g.log, sizeof(uint32_t) * kTableSize);
-}
-
-bool mapped() { return g.table != nullptr; }
-
-uint32_t add(const uint64_t* pcs, uint32_t n, int32_t tid, uint32_t serial, uint64_t count, uint64_t nanos) {
-  uint64_t h = mix(0, serial);
+uint32_t Table::add(const uint64_t* pcs, uint32_t n, int32_t tid, uint32_t serial, uint32_t tag, uint64_t count,
+                    uint64_t nanos, bool* created) {
+  if (created) *created = false;
+  uint64_t h = mix(mix(0, serial), tag);
   for (uint32_t i = 0; i < n; ++i) h = mix(h, pcs[i]);
   for (int p = 0; p < kProbe; ++p) {
-    Entry& e = g.table[(h + uint64_t(p)) & (kTableSize - 1)];
+    Entry& e = entries_[(h + uint64_t(p)) & (kTableSize - 1)];
     uint32_t st = e.state.load(std::memory_order_acquire);
-    if (st == 0) {
-      uint32_t zero = 0;
-      if (e.state.compare_exchange_strong(zero, 1, std::memory_order_acq_rel))
-        return fill(e, h, tid, serial, pcs, n, count, nanos) ? uint32_t(&e - g.table) + 1 : 0;
+    if (st == kEmpty) {
+      uint32_t empty = kEmpty;
+      if (e.state.compare_exchange_strong(empty, kWriting, std::memory_order_acq_rel)) {
+        if (!fill(e, h, tid, serial, tag, pcs, n, count, nanos)) return 0;
+        if (created) *created = true;
+        return uint32_t(&e - entries_) + 1;
+      }
       st = e.state.load(std::memory_order_acquire);
     }
-    if (st == 2 && same_stack(e, h, serial, pcs, n)) {
+    if (st == kReady && e.hash == h && e.serial == serial && e.tag == tag && e.depth == n &&
+        memcmp(arena_ + e.off, pcs, n * sizeof(uint64_t)) == 0) {
       e.count.fetch_add(count, std::memory_order_relaxed);
       e.nanos.fetch_add(nanos, std::memory_order_relaxed);
-      return uint32_t(&e - g.table) + 1;
+      return uint32_t(&e - entries_) + 1;
     }
   }
   drop(count, nanos);
   return 0;
 }
 
-void add_to(uint32_t ref, uint64_t count, uint64_t nanos) {
-  Entry& e = g.table[ref - 1];
+void Table::add_to(uint32_t ref, uint64_t count, uint64_t nanos) {
+  Entry& e = entries_[ref - 1];
   e.count.fetch_add(count, std::memory_order_relaxed);
   e.nanos.fetch_add(nanos, std::memory_order_relaxed);
 }
 
-void drop(uint64_t count, uint64_t nanos) {
-  g.dropped.fetch_add(count, std::memory_order_relaxed);
-  g.dropped_nanos.fetch_add(nanos, std::memory_order_relaxed);
+void Table::drop(uint64_t count, uint64_t nanos) {
+  dropped_.fetch_add(count, std::memory_order_relaxed);
+  dropped_nanos_.fetch_add(nanos, std::memory_order_relaxed);
 }
 
-uint64_t dropped() { return g.dropped.load(); }
-uint64_t dropped_nanos() { return g.dropped_nanos.load(); }
-
-void record_name(uint32_t serial, int32_t tid, const char* name) {
-  if (!g.names || serial == 0 || serial >= kMaxNames) return;
-  Name& n = g.names[serial];
+void Table::record_name(uint32_t serial, int32_t tid, const char* name) {
+  if (!names_ || serial == 0 || serial >= kMaxNames) return;
+  Name& n = names_[serial];
   n.tid = tid;
   size_t len = strnlen(name, sizeof n.name - 1);
   memcpy(n.name, name, len);
   n.name[len] = 0;
 }
 
-std::string name(uint32_t serial) {
-  if (!g.names || serial == 0 || serial >= kMaxNames) return "";
-  return g.names[serial].name;
+std::string Table::name(uint32_t serial) const {
+  if (!names_ || serial == 0 || serial >= kMaxNames) return "";
+  return names_[serial].name;
 }
 
-void for_each(void (*fn)(const sampler::Stack&, void*), void* arg) {
-  if (!g.table) return;
+void Table::for_each(void (*fn)(const Stack&, void*), void* arg) const {
+  if (!entries_) return;
   for (uint32_t i = 0; i < kTableSize; ++i) {
-    Entry& e = g.table[i];
-    if (e.state.load(std::memory_order_acquire) != 2 || e.depth == 0) continue;
+    const Entry& e = entries_[i];
+    if (e.state.load(std::memory_order_acquire) != kReady || e.depth == 0) continue;
     fn(stack_of(e), arg);
   }
 }
 
-void for_each_since(uint64_t* cursor, void (*fn)(const sampler::Stack&, void*), void* arg) {
-  if (!g.log) return;
-  uint64_t end = g.log_used.load(std::memory_order_acquire);
+void Table::for_each_since(uint64_t* cursor, void (*fn)(const Stack&, void*), void* arg) const {
+  if (!log_) return;
+  uint64_t end = log_used_.load(std::memory_order_acquire);
   if (end > kTableSize) end = kTableSize;
   for (; *cursor < end; ++*cursor) {
-    uint32_t v = __atomic_load_n(&g.log[*cursor], __ATOMIC_ACQUIRE);
+    uint32_t v = __atomic_load_n(&log_[*cursor], __ATOMIC_ACQUIRE);
     if (v == 0) break;  // still being written: next time
-    Entry& e = g.table[v - 1];
+    const Entry& e = entries_[v - 1];
     if (e.depth) fn(stack_of(e), arg);
   }
 }

@@ -1,41 +1,79 @@
-// stack_table: the CPU profiler's samples, one entry per (thread, stack)
-// with its expirations and CPU, in mmap'd memory; and the names of the
-// threads, by serial. add() runs in the sampling signal handler: it takes no
-// lock and allocates nothing (open addressing, entries published with a
-// state word; the stacks' PCs in an arena). Entries are also logged in the
-// order they were published, so that a dlclose looks only at what is new.
-// Internal to the sampler (sampler.h is the interface).
+// stack_table: an engine's samples, one entry per (thread, tag, stack) with
+// two counters, in mmap'd memory; and the names of the threads, by serial.
+// The CPU sampler keeps one (tag 0; its counters expirations and CPU
+// nanoseconds), the wait profile another (tag: the blocking call; its
+// counters contentions and delay). add() runs in signal handlers and in the
+// program's own calls: it takes no lock and allocates nothing (open
+// addressing, entries published with a state word; the stacks' PCs in an
+// arena). Entries are also logged in the order they were published, so that
+// a dlclose looks only at what is new.
+//
+// A Table has no constructor: a global one is zero until map(), with no
+// dynamic initialiser (DESIGN "Globals").
 #pragma once
 #include <stdint.h>
 
+#include <atomic>
 #include <string>
-
-#include "sampler.h"
 
 namespace stack_table {
 
-// Fresh, zeroed tables (at start and in a fork child); false with *err.
-bool map(std::string* err);
-void unmap();
-bool mapped();
+struct Stack {
+  const uint64_t* pcs;  // leaf first, as stackwalk.h records them (kExact marks
+  uint32_t depth;       // interrupted instructions; the rest are returns)
+  int32_t tid;
+  uint32_t serial;      // the thread's own number in this table, never reused (tids are)
+  uint64_t count;       // the engine's first counter (expirations; contentions)
+  uint64_t nanos;       // its second (CPU nanoseconds; delay)
+  uint32_t tag;         // what else keys the entry (the wait profile's call; 0 for CPU)
+};
 
-// Adds count expirations and nanos of CPU to (serial, stack): a reference
-// to the entry for add_to(), or 0 if the table had no room (then dropped).
-// Signal-safe.
-uint32_t add(const uint64_t* pcs, uint32_t n, int32_t tid, uint32_t serial, uint64_t count, uint64_t nanos);
-void add_to(uint32_t ref, uint64_t count, uint64_t nanos);
-// Counts what is lost: periods, and their CPU.
-void drop(uint64_t count, uint64_t nanos);
-uint64_t dropped();
-uint64_t dropped_nanos();
+class Table {
+ public:
+  // Fresh, zeroed tables (at start and in a fork child); false with *err
+  // ("cannot map the <what> table: ...").
+  bool map(const char* what, std::string* err);
+  void unmap();
+  bool mapped() const { return entries_ != nullptr; }
 
-// A thread's name (up to 15 bytes) by its serial; "" if none. record_name
-// is signal-safe.
-void record_name(uint32_t serial, int32_t tid, const char* name);
-std::string name(uint32_t serial);
+  // Adds count and nanos to (serial, tag, stack): a reference to the entry
+  // for add_to(), or 0 if the table had no room (then dropped). *created
+  // (if given) says whether the entry is new. Signal-safe.
+  uint32_t add(const uint64_t* pcs, uint32_t n, int32_t tid, uint32_t serial, uint32_t tag, uint64_t count,
+               uint64_t nanos, bool* created = nullptr);
+  void add_to(uint32_t ref, uint64_t count, uint64_t nanos);
+  // Counts what is lost.
+  void drop(uint64_t count, uint64_t nanos);
+  uint64_t dropped() const { return dropped_.load(); }
+  uint64_t dropped_nanos() const { return dropped_nanos_.load(); }
 
-// sampler::for_each and sampler::for_each_since.
-void for_each(void (*fn)(const sampler::Stack&, void*), void* arg);
-void for_each_since(uint64_t* cursor, void (*fn)(const sampler::Stack&, void*), void* arg);
+  // A thread's name (up to 15 bytes) by its serial; "" if none. record_name
+  // is signal-safe.
+  void record_name(uint32_t serial, int32_t tid, const char* name);
+  std::string name(uint32_t serial) const;
+
+  // Every published entry. Safe while adds go on: once published, an
+  // entry's thread, tag, depth and pcs never change; only its counters grow.
+  void for_each(void (*fn)(const Stack&, void*), void* arg) const;
+  // The same for the entries published since *cursor (0 at first), which
+  // it advances.
+  void for_each_since(uint64_t* cursor, void (*fn)(const Stack&, void*), void* arg) const;
+
+  struct Entry;
+  struct Name;
+
+ private:
+  bool fill(Entry& e, uint64_t h, int32_t tid, uint32_t serial, uint32_t tag, const uint64_t* pcs, uint32_t n,
+            uint64_t count, uint64_t nanos);
+  void publish(uint32_t idx);
+  Stack stack_of(const Entry& e) const;
+
+  Entry* entries_;
+  uint64_t* arena_;
+  Name* names_;   // by serial
+  uint32_t* log_;  // entry index + 1, in the order entries were published
+  std::atomic<uint64_t> arena_used_, log_used_;
+  std::atomic<uint64_t> dropped_, dropped_nanos_;
+};
 
 }  // namespace stack_table
