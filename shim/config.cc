@@ -12,6 +12,8 @@ const Var kVars[] = {
     {"PROFILE_CPU_HZ", "100", "CPU samples per second of CPU time per thread, 0..10000; 0 = no CPU profile"},
     {"PROFILE_HEAP_SAMPLE", "524288",
      "mean bytes between heap samples, 0..2^40, rounded to a power of two; 0 = no heap profile"},
+    {"PROFILE_WAIT_SAMPLE", "10000000",
+     "nanoseconds of waiting per wait-profile sample, 0..60000000000; 0 = no wait profile"},
     {"PROFILE_STOP_TIMEOUT", "10", "seconds a stop may spend writing before it gives up, 0.1..3600"},
 };
 
@@ -122,6 +124,11 @@ std::string parse(Getenv get, Config* out) {
     c.heap_sample = v;
   }
   c.heap_lg_sample = lg_for_sample(c.heap_sample);
+  if (const char* s = get("PROFILE_WAIT_SAMPLE")) {
+    if (!parse_u64(s, 60000000000ull, &v))
+      return bad("PROFILE_WAIT_SAMPLE", s, "an integer number of nanoseconds from 0 to 60000000000");
+    c.wait_sample_ns = v;
+  }
   if (const char* s = get("PROFILE_STOP_TIMEOUT")) {
     if (!parse_seconds_ms(s, &v) || v < 100)
       return bad("PROFILE_STOP_TIMEOUT", s, "seconds from 0.1 to 3600 (e.g. 10 or 2.5)");

@@ -24,6 +24,7 @@
 #include "symbolize.h"
 #include "sys.h"
 #include "stackwalk.h"
+#include "waits.h"
 #include "wrappers.h"
 
 namespace finish {
@@ -79,6 +80,7 @@ struct RawSample {
   std::vector<int64_t> values;
   int32_t tid = 0;
   uint32_t serial = 0;  // the thread's, for its name
+  const char* call = nullptr;  // the wait profile's: the blocking call, its leaf and its label
 };
 
 // The shim's own mappings: every mapping of the file that holds this
@@ -109,6 +111,23 @@ void add_cpu(const sampler::Stack& st, void* arg) {
   r.values = {int64_t(st.count), int64_t(st.nanos)};
   r.tid = st.tid;
   r.serial = st.serial;
+  a->second->push_back(std::move(r));
+}
+
+// A wait stack starts at the blocking call's caller (waits.h); the
+// program's frames are kept as the CPU profile keeps them.
+void add_wait(const stack_table::Stack& st, void* arg) {
+  auto* a = static_cast<std::pair<const Self*, std::vector<RawSample>*>*>(arg);
+  RawSample r;
+  for (uint32_t i = 0; i < st.depth; ++i) {
+    uint64_t addr = stackwalk::lookup_addr(st.pcs[i]);
+    if (!a->first->shim_own(addr)) r.addrs.push_back(addr);
+  }
+  if (r.addrs.empty() || st.count == 0) return;
+  r.values = {int64_t(st.count), int64_t(st.nanos)};
+  r.tid = st.tid;
+  r.serial = st.serial;
+  r.call = waits::call_name(st.tag);
   a->second->push_back(std::move(r));
 }
 
@@ -167,12 +186,16 @@ std::vector<uint64_t> add_mappings(pprof::Builder& b, const std::vector<RawSampl
   return id;
 }
 
-void fill(pprof::Builder& b, const std::vector<RawSample>& samples, const Symbols& sym, bool labels) {
+// thread_name: where the samples' threads are named (null: no thread labels).
+void fill(pprof::Builder& b, const std::vector<RawSample>& samples, const Symbols& sym,
+          std::string (*thread_name)(uint32_t)) {
   const std::vector<uint64_t> mapping_id = add_mappings(b, samples, sym);
   std::unordered_map<uint64_t, uint64_t> loc;
   std::unordered_map<uint32_t, std::string> names;
   for (const auto& s : samples) {
     std::vector<uint64_t> ids;
+    // A wait's leaf is the blocking call itself, by its libc name, in no mapping.
+    if (s.call) ids.push_back(b.add_location(0, 0, {pprof::Frame{s.call, s.call, "", 0, 0}}));
     for (uint64_t a : s.addrs) {
       auto it = loc.find(a);
       if (it == loc.end()) {
@@ -183,9 +206,14 @@ void fill(pprof::Builder& b, const std::vector<RawSample>& samples, const Symbol
       ids.push_back(it->second);
     }
     std::vector<pprof::Label> ls;
-    if (labels) {
+    if (s.call) {
+      pprof::Label c;
+      c.key = "call", c.str = s.call;
+      ls.push_back(c);
+    }
+    if (thread_name) {
       auto n = names.find(s.serial);
-      if (n == names.end()) n = names.emplace(s.serial, sampler::thread_name(s.serial)).first;
+      if (n == names.end()) n = names.emplace(s.serial, thread_name(s.serial)).first;
       pprof::Label id;
       id.key = "thread_id", id.num = s.tid, id.is_num = true;
       ls.push_back(id);
@@ -230,7 +258,7 @@ void cpu_profile(Context& ctx, const std::vector<RawSample>& s, const Symbols& s
   b.set_default_sample_type("cpu");
   b.set_time(int64_t(ctx.start_real_ns), int64_t(ctx.stop_mono_ns - ctx.start_mono_ns));
   b.add_comment(std::string("profshim: stopped by ") + ctx.how);
-  fill(b, s, sym, true);
+  fill(b, s, sym, sampler::thread_name);
   emit(b, ctx, "cpu", f, errors);
 }
 
@@ -245,8 +273,22 @@ void heap_profile(Context& ctx, const std::vector<RawSample>& s, const Symbols& 
   b.set_default_sample_type("inuse_space");
   b.set_time(int64_t(dump_real_ns), 0);
   b.add_comment(std::string("profshim: stopped by ") + ctx.how);
-  fill(b, s, sym, false);
+  fill(b, s, sym, nullptr);
   emit(b, ctx, "heap", f, errors);
+}
+
+// As Go's block profile (runtime/pprof, printCountCycleProfile): contentions
+// and delay, period 1 contention; over the same span as the CPU profile.
+void wait_profile(Context& ctx, const std::vector<RawSample>& s, const Symbols& sym, summary::Figures* f,
+                  std::vector<std::string>* errors) {
+  pprof::Builder b({{"contentions", "count"}, {"delay", "nanoseconds"}}, {"contentions", "count"}, 1);
+  b.set_default_sample_type("delay");
+  b.set_time(int64_t(ctx.start_real_ns), int64_t(ctx.stop_mono_ns - ctx.start_mono_ns));
+  b.add_comment(std::string("profshim: stopped by ") + ctx.how);
+  b.add_comment("profshim: PROFILE_WAIT_SAMPLE=" + std::to_string(waits::rate_ns()) + " ns of waiting per sample");
+  fill(b, s, sym, waits::thread_name);
+  emit(b, ctx, "wait", f, errors);
+  for (const auto& r : s) f->wait_s += double(r.values[1]) / 1e9;
 }
 
 // Appends what was written so far, as the writer recorded it (signal-safe:
@@ -294,6 +336,7 @@ void run(Context& ctx) {
   // The CPU profiler stops first so the stop's own work is not in it; heap
   // sampling stops before the shim allocates anything for the stop.
   if (cfg.cpu_hz) sampler::stop();
+  if (cfg.wait_sample_ns) waits::stop();
   f.cpu_to_stop_s = double(image_cpu_ns()) / 1e9;  // the moment the CPU profile ends
   heap::set_active(false);
   std::vector<std::string> errors;
@@ -305,10 +348,14 @@ void run(Context& ctx) {
   std::string maps = sys::read_file("/proc/thread-self/maps");
   Self self = self_ranges(maps);
 
-  std::vector<RawSample> cpu, mem;
+  std::vector<RawSample> cpu, mem, wait;
   if (cfg.cpu_hz) {
     std::pair<const Self*, std::vector<RawSample>*> arg(&self, &cpu);
     sampler::for_each(add_cpu, &arg);
+  }
+  if (cfg.wait_sample_ns) {
+    std::pair<const Self*, std::vector<RawSample>*> arg(&self, &wait);
+    waits::for_each(add_wait, &arg);
   }
   heap_dump::Dump dump;
   if (have_heap && !heap_dump::parse(heap_text, &dump, &err)) {
@@ -321,6 +368,7 @@ void run(Context& ctx) {
   Symbols sym;
   gather(cpu, &sym);
   gather(mem, &sym);
+  gather(wait, &sym);
   uint64_t t_sym = sys::now_ns(CLOCK_MONOTONIC);
   {
     symbolize::Session session(maps);
@@ -334,6 +382,8 @@ void run(Context& ctx) {
   ctx.stem = image::unique_stem(cfg.dir, ctx.stem);
   if (cfg.cpu_hz) cpu_profile(ctx, cpu, sym, &f, &errors);
   if (have_heap) heap_profile(ctx, mem, sym, dump.period, dump_real_ns, &f, &errors);
+  f.wait_on = cfg.wait_sample_ns != 0;
+  if (f.wait_on) wait_profile(ctx, wait, sym, &f, &errors);
 
   sampler::Stats st = sampler::stats();
   f.samples = st.expirations;

@@ -4,10 +4,7 @@
 // blocked, never waited for by the program). Each passes straight through
 // when inert and costs the one system call it costs without the shim.
 #include <errno.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/epoll.h>
-#include <sys/select.h>
 #include <time.h>
 
 #include "own_signal.h"
@@ -119,25 +116,12 @@ EXPORT int sigrelse(int sig) noexcept {
 // The mask passes unchanged (a waiting thread uses no CPU: no sample is
 // lost); the view follows it for the call, so a kept signal the shim holds
 // pending for the program is delivered or kept as the program asked.
+// (ppoll, pselect and epoll_pwait are in hooks_wait.cc: the wait profile
+// times them.)
 
 EXPORT int sigsuspend(const sigset_t* mask) {
   sigmask::TempView view(mask);
   return real::sigsuspend()(mask);
-}
-
-EXPORT int ppoll(struct pollfd* fds, nfds_t n, const struct timespec* timeout, const sigset_t* mask) {
-  sigmask::TempView view(mask);
-  return real::ppoll()(fds, n, timeout, mask);
-}
-
-EXPORT int pselect(int n, fd_set* r, fd_set* w, fd_set* e, const struct timespec* timeout, const sigset_t* mask) {
-  sigmask::TempView view(mask);
-  return real::pselect()(n, r, w, e, timeout, mask);
-}
-
-EXPORT int epoll_pwait(int epfd, struct epoll_event* ev, int max, int timeout, const sigset_t* mask) {
-  sigmask::TempView view(mask);
-  return real::epoll_pwait()(epfd, ev, max, timeout, mask);
 }
 
 // --- waits ----------------------------------------------------------------------

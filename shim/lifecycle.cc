@@ -34,6 +34,7 @@
 #include "symbolize.h"
 #include "sys.h"
 #include "stackwalk.h"
+#include "waits.h"
 
 namespace lifecycle {
 namespace {
@@ -297,6 +298,7 @@ void after_fork_in_child() {
   g_retries.store(0);
   begin_image();
   if (cfg().cpu_hz) sampler::reset_after_fork();
+  if (cfg().wait_sample_ns) waits::reset_after_fork();
 }
 
 // The key's value is the thread's alternate stack if we gave it one, else
@@ -349,6 +351,7 @@ void setup(void*) {
   if (!own_signal::install(&err)) fail(err);
   sigmask::setup(own_signal::number());
   if (cfg().cpu_hz && !sampler::start(cfg().cpu_hz, &err)) fail(err);
+  if (cfg().wait_sample_ns && !waits::start(cfg().wait_sample_ns, &err)) fail(err);
   signals::install();
   signals::ensure_altstack();  // the main thread's, kept for the process's life
   pthread_key_create(&g_thread_key, on_thread_end);
@@ -533,6 +536,7 @@ void exec_failed(char* const envp[], char* const* env) {
   begin_image();
   if (cfg().heap_sample) heap::set_active(true);
   if (cfg().cpu_hz) sampler::resume();
+  if (cfg().wait_sample_ns) waits::resume();
   g_state.store(kRunning);
 }
 

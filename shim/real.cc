@@ -16,7 +16,7 @@ void* need(const char* name, bool required) {
   void* p = dlsym(RTLD_NEXT, name);
   if (!p && required) {
     static const char msg[] = "# profshim: error: libc lacks an interposed function\n";
-    (void)!write(2, msg, sizeof msg - 1);
+    (void)!::write(2, msg, sizeof msg - 1);
     syscall(SYS_exit_group, 127);
   }
   return p;
@@ -84,6 +84,59 @@ REAL(execveat, Execveat, "execveat", false)
 REAL(dlclose, Dlclose, "dlclose", true)
 REAL(error, Error, "error", true)
 
+REAL(pthread_mutex_lock, MutexLock, "pthread_mutex_lock", true)
+REAL(pthread_mutex_timedlock, MutexTimedlock, "pthread_mutex_timedlock", true)
+REAL(pthread_rwlock_rdlock, RwlockLock, "pthread_rwlock_rdlock", true)
+REAL(pthread_rwlock_wrlock, RwlockLock, "pthread_rwlock_wrlock", true)
+REAL(pthread_cond_wait, CondWait, "pthread_cond_wait", true)
+REAL(pthread_cond_timedwait, CondTimedwait, "pthread_cond_timedwait", true)
+REAL(pthread_cond_clockwait, CondClockwait, "pthread_cond_clockwait", false)
+REAL(sem_wait, SemWait, "sem_wait", true)
+REAL(sem_timedwait, SemTimedwait, "sem_timedwait", true)
+REAL(pthread_join, Join, "pthread_join", true)
+REAL(read, Read, "read", true)
+REAL(read_chk, ReadChk, "__read_chk", true)
+REAL(write, Write, "write", true)
+REAL(pread, Pread, "pread", true)
+REAL(pread64, Pread, "pread64", true)
+REAL(pread_chk, PreadChk, "__pread_chk", true)
+REAL(pread64_chk, PreadChk, "__pread64_chk", true)
+REAL(pwrite, Pwrite, "pwrite", true)
+REAL(pwrite64, Pwrite, "pwrite64", true)
+REAL(readv, Readv, "readv", true)
+REAL(writev, Readv, "writev", true)
+REAL(recv, Recv, "recv", true)
+REAL(recv_chk, RecvChk, "__recv_chk", true)
+REAL(recvfrom, Recvfrom, "recvfrom", true)
+REAL(recvfrom_chk, RecvfromChk, "__recvfrom_chk", true)
+REAL(recvmsg, Recvmsg, "recvmsg", true)
+REAL(recvmmsg, Recvmmsg, "recvmmsg", true)
+REAL(send, Send, "send", true)
+REAL(sendto, Sendto, "sendto", true)
+REAL(sendmsg, Sendmsg, "sendmsg", true)
+REAL(sendmmsg, Sendmmsg, "sendmmsg", true)
+REAL(accept, Accept, "accept", true)
+REAL(accept4, Accept4, "accept4", true)
+REAL(connect, Connect, "connect", true)
+REAL(poll, Poll, "poll", true)
+REAL(poll_chk, PollChk, "__poll_chk", true)
+REAL(ppoll_chk, PpollChk, "__ppoll_chk", true)
+REAL(select, Select, "select", true)
+REAL(epoll_wait, EpollWait, "epoll_wait", true)
+REAL(nanosleep, Nanosleep, "nanosleep", true)
+REAL(clock_nanosleep, ClockNanosleep, "clock_nanosleep", true)
+REAL(usleep, Usleep, "usleep", true)
+REAL(sleep, Sleep, "sleep", true)
+REAL(fsync, IntOfInt, "fsync", true)
+REAL(fdatasync, IntOfInt, "fdatasync", true)
+REAL(getaddrinfo, Getaddrinfo, "getaddrinfo", true)
+REAL(waitpid, Waitpid, "waitpid", true)
+REAL(wait4, Wait4, "wait4", true)
+REAL(wait, Wait, "wait", true)
+REAL(flock, IntOfIntInt, "flock", true)
+REAL(fcntl, Fcntl, "fcntl", true)
+REAL(fcntl64, Fcntl, "fcntl64", true)
+
 void resolve_all() {
   libc_start_main(), pthread_create(), pthread_exit(), exit(), quick_exit(), _exit(), _Exit();
   sigaction(), signal(), sysv_signal(), sigset(), sigignore(), siginterrupt(), sighold(), sigrelse();
@@ -91,6 +144,13 @@ void resolve_all() {
   sigsuspend(), ppoll(), pselect(), epoll_pwait();
   close(), dup2(), dup3(), close_range(), closefrom(), setsid(), daemon(), assert_fail(), fclose(), freopen(), freopen64();
   execve(), execvpe(), fexecve(), execveat(), dlclose(), error();
+  pthread_mutex_lock(), pthread_mutex_timedlock(), pthread_rwlock_rdlock(), pthread_rwlock_wrlock();
+  pthread_cond_wait(), pthread_cond_timedwait(), pthread_cond_clockwait(), sem_wait(), sem_timedwait();
+  pthread_join(), read(), read_chk(), write(), pread(), pread64(), pread_chk(), pread64_chk(), pwrite();
+  pwrite64(), readv(), writev(), recv(), recv_chk(), recvfrom(), recvfrom_chk(), recvmsg(), recvmmsg();
+  send(), sendto(), sendmsg(), sendmmsg(), accept(), accept4(), connect(), poll(), poll_chk(), ppoll_chk();
+  select(), epoll_wait(), nanosleep(), clock_nanosleep(), usleep(), sleep(), fsync(), fdatasync();
+  getaddrinfo(), waitpid(), wait4(), wait(), flock(), fcntl(), fcntl64();
 }
 
 }  // namespace real

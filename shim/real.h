@@ -8,6 +8,11 @@
 #include <stdio.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
+#include <netdb.h>
+#include <semaphore.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 
 namespace real {
 
@@ -41,6 +46,51 @@ using Fexecve = int (*)(int, char* const[], char* const[]);
 using Execveat = int (*)(int, const char*, char* const[], char* const[], int);
 using Dlclose = int (*)(void*);
 using Error = void (*)(int, int, const char*, ...);
+
+// The blocking calls the wait profile times (hooks_wait.cc).
+using MutexLock = int (*)(pthread_mutex_t*);
+using MutexTimedlock = int (*)(pthread_mutex_t*, const struct timespec*);
+using RwlockLock = int (*)(pthread_rwlock_t*);
+using CondWait = int (*)(pthread_cond_t*, pthread_mutex_t*);
+using CondTimedwait = int (*)(pthread_cond_t*, pthread_mutex_t*, const struct timespec*);
+using CondClockwait = int (*)(pthread_cond_t*, pthread_mutex_t*, clockid_t, const struct timespec*);
+using SemWait = int (*)(sem_t*);
+using SemTimedwait = int (*)(sem_t*, const struct timespec*);
+using Join = int (*)(pthread_t, void**);
+using Read = ssize_t (*)(int, void*, size_t);
+using Write = ssize_t (*)(int, const void*, size_t);
+using Pread = ssize_t (*)(int, void*, size_t, off_t);
+using Pwrite = ssize_t (*)(int, const void*, size_t, off_t);
+using Readv = ssize_t (*)(int, const struct iovec*, int);
+using ReadChk = ssize_t (*)(int, void*, size_t, size_t);
+using PreadChk = ssize_t (*)(int, void*, size_t, off_t, size_t);
+using Recv = ssize_t (*)(int, void*, size_t, int);
+using RecvChk = ssize_t (*)(int, void*, size_t, size_t, int);
+using Recvfrom = ssize_t (*)(int, void*, size_t, int, struct sockaddr*, socklen_t*);
+using RecvfromChk = ssize_t (*)(int, void*, size_t, size_t, int, struct sockaddr*, socklen_t*);
+using Recvmsg = ssize_t (*)(int, struct msghdr*, int);
+using Recvmmsg = int (*)(int, struct mmsghdr*, unsigned, int, struct timespec*);
+using Send = ssize_t (*)(int, const void*, size_t, int);
+using Sendto = ssize_t (*)(int, const void*, size_t, int, const struct sockaddr*, socklen_t);
+using Sendmsg = ssize_t (*)(int, const struct msghdr*, int);
+using Sendmmsg = int (*)(int, struct mmsghdr*, unsigned, int);
+using Accept = int (*)(int, struct sockaddr*, socklen_t*);
+using Accept4 = int (*)(int, struct sockaddr*, socklen_t*, int);
+using Connect = int (*)(int, const struct sockaddr*, socklen_t);
+using Poll = int (*)(struct pollfd*, nfds_t, int);
+using PollChk = int (*)(struct pollfd*, nfds_t, int, size_t);
+using PpollChk = int (*)(struct pollfd*, nfds_t, const struct timespec*, const sigset_t*, size_t);
+using Select = int (*)(int, fd_set*, fd_set*, fd_set*, struct timeval*);
+using EpollWait = int (*)(int, struct epoll_event*, int, int);
+using Nanosleep = int (*)(const struct timespec*, struct timespec*);
+using ClockNanosleep = int (*)(clockid_t, int, const struct timespec*, struct timespec*);
+using Usleep = int (*)(useconds_t);
+using Sleep = unsigned (*)(unsigned);
+using Getaddrinfo = int (*)(const char*, const char*, const struct addrinfo*, struct addrinfo**);
+using Waitpid = pid_t (*)(pid_t, int*, int);
+using Wait4 = pid_t (*)(pid_t, int*, int, struct rusage*);
+using Wait = pid_t (*)(int*);
+using Fcntl = int (*)(int, int, ...);
 
 // Resolves every original now (the constructor calls it, inert or not): a
 // first dlsym inside a vfork child would write to the parent's memory.
@@ -87,5 +137,58 @@ Fexecve fexecve();
 Execveat execveat();  // may be null on an old libc
 Dlclose dlclose();
 Error error();
+
+MutexLock pthread_mutex_lock();
+MutexTimedlock pthread_mutex_timedlock();
+RwlockLock pthread_rwlock_rdlock();
+RwlockLock pthread_rwlock_wrlock();
+CondWait pthread_cond_wait();
+CondTimedwait pthread_cond_timedwait();
+CondClockwait pthread_cond_clockwait();  // may be null on an old libc
+SemWait sem_wait();
+SemTimedwait sem_timedwait();
+Join pthread_join();
+Read read();
+ReadChk read_chk();
+Write write();
+Pread pread();
+Pread pread64();
+PreadChk pread_chk();
+PreadChk pread64_chk();
+Pwrite pwrite();
+Pwrite pwrite64();
+Readv readv();
+Readv writev();
+Recv recv();
+RecvChk recv_chk();
+Recvfrom recvfrom();
+RecvfromChk recvfrom_chk();
+Recvmsg recvmsg();
+Recvmmsg recvmmsg();
+Send send();
+Sendto sendto();
+Sendmsg sendmsg();
+Sendmmsg sendmmsg();
+Accept accept();
+Accept4 accept4();
+Connect connect();
+Poll poll();
+PollChk poll_chk();
+PpollChk ppoll_chk();
+Select select();
+EpollWait epoll_wait();
+Nanosleep nanosleep();
+ClockNanosleep clock_nanosleep();
+Usleep usleep();
+Sleep sleep();
+IntOfInt fsync();
+IntOfInt fdatasync();
+Getaddrinfo getaddrinfo();
+Waitpid waitpid();
+Wait4 wait4();
+Wait wait();
+IntOfIntInt flock();
+Fcntl fcntl();
+Fcntl fcntl64();
 
 }  // namespace real

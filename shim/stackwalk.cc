@@ -191,6 +191,23 @@ int from_signal(void* uc, uint64_t* frames, int max) {
   return w.n;
 }
 
+int here(uint64_t* frames, int max) {
+  Walk w = {frames, max, 0, true};
+  _Unwind_Backtrace(step, &w);
+  return w.n;
+}
+
+bool room_here() {
+  uintptr_t sp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  if (t_stack_hi && sp > t_stack_lo && sp < t_stack_hi) return sp - t_stack_lo >= kUnwindRoom;
+  // Not on the thread's known stack: an alternate signal stack (a program's
+  // handler), or a thread whose bounds were never noted.
+  stack_t ss;
+  if (sigaltstack(nullptr, &ss) != 0 || !(ss.ss_flags & SS_ONSTACK)) return true;
+  uintptr_t lo = reinterpret_cast<uintptr_t>(ss.ss_sp);
+  return sp > lo && sp - lo >= kUnwindRoom;
+}
+
 void note_unsafe_code() {
   uint64_t probes[2] = {reinterpret_cast<uint64_t>(&note_unsafe_code),
                         reinterpret_cast<uint64_t>(&__tls_get_addr)};

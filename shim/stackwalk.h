@@ -52,6 +52,16 @@ const pthread_attr_t* with_room(const pthread_attr_t* attr, pthread_attr_t* copy
 // is no room for it.
 int from_signal(void* ucontext, uint64_t* frames, int max);
 
+// The calling thread's own stack, from the function that calls this
+// outwards: in the program's normal course or inside its signal handler
+// (a signal trampoline is left out, the frame it interrupted marked
+// kExact). room_here() first: the walk wants ~5 KiB of stack, and the
+// caller's frames array its own.
+int here(uint64_t* frames, int max);
+// Whether there is room to walk here: false near the bottom of a small
+// thread stack, or on an alternate signal stack with little left.
+bool room_here();
+
 // Address ranges of code that holds locks the stop needs: the shim itself
 // (jemalloc is inside it) and the dynamic loader. Filled by note_unsafe_code().
 void note_unsafe_code();
