@@ -22,12 +22,19 @@
 #include "sampler.h"
 #include "sys.h"
 #include "stackwalk.h"
+#include "waits.h"
 
-// sampler.o and heap.o are not linked into the unit tests (the Makefile's
-// CORE_OBJS), which link this file: referenced weakly, they are null there
-// and everything here that needs them is skipped.
+// sampler.o, waits.o and heap.o are not linked into the unit
+// tests (the Makefile's CORE_OBJS), which link this file: referenced
+// weakly, they are null there and everything here that needs them is
+// skipped.
 namespace sampler {
 void for_each_since(uint64_t* cursor, void (*fn)(const Stack&, void*), void* arg) __attribute__((weak));
+}
+namespace waits {
+void for_each_since(uint64_t* cursor, void (*fn)(const stack_table::Stack&, void*), void* arg)
+    __attribute__((weak));
+void quiet_thread() __attribute__((weak));
 }
 namespace heap {
 void set_thread_active(bool on) __attribute__((weak));
@@ -135,7 +142,7 @@ __attribute__((constructor)) void count_initial_objects() {
 // walks the whole table, whatever the number of dlcloses.
 struct Pending {
   int pid = 0;  // a fork child's sampler starts with tables of its own
-  uint64_t cursor = 0;
+  uint64_t cursor = 0, wait_cursor = 0;  // the sampler's table, the wait profile's
   std::unordered_set<uint64_t> addrs;
 };
 Pending& pending() {
@@ -242,7 +249,7 @@ bool plan(void* handle, Job* job) {
   Pending& p = pending();
   int pid = int(getpid());
   if (p.pid != pid) {
-    p.pid = pid, p.cursor = 0;
+    p.pid = pid, p.cursor = 0, p.wait_cursor = 0;
     p.addrs.clear();
   }
   if (sampler::for_each_since) {
@@ -251,6 +258,7 @@ bool plan(void* handle, Job* job) {
     std::sort(ranges.begin(), ranges.end());
     Collect c{&ranges, &p.addrs};
     sampler::for_each_since(&p.cursor, collect_new, &c);
+    if (waits::for_each_since) waits::for_each_since(&p.wait_cursor, collect_new, &c);
   }
   std::vector<std::vector<uint64_t>> found(objs.size());
   for (auto it = p.addrs.begin(); it != p.addrs.end();) {
@@ -294,6 +302,7 @@ bool plan(void* handle, Job* job) {
 void* helper(void* arg) {
   t_busy = true;  // a dlclose inside the symbolizer records nothing
   if (heap::set_thread_active) heap::set_thread_active(false);
+  if (waits::quiet_thread) waits::quiet_thread();  // libdw's reads here are the shim's
   const Job& job = *static_cast<const Job*>(arg);
   // The thread-self view: after pthread_exit from main, /proc/self is the
   // exited leader.

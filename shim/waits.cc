@@ -54,6 +54,7 @@ State g;
 
 __thread bool t_recording;   // this thread is inside record() (a handler's call passes through)
 __thread uint32_t t_serial;  // this thread's number in the table, 0 until its first record
+__thread bool t_quiet;       // a thread of the shim's
 
 uint64_t mono_ns() { return sys::now_ns(CLOCK_MONOTONIC); }
 
@@ -144,7 +145,7 @@ const char* call_name(uint32_t call) { return call < kCalls ? kNames[call] : "?"
 
 void record(Call call, uint64_t d, void* caller) {
   uint64_t ra = reinterpret_cast<uint64_t>(caller);
-  if (!on() || t_recording || sigmask::internal() || own_code(ra - 1)) return;
+  if (!on() || t_recording || t_quiet || sigmask::internal() || own_code(ra - 1)) return;
   t_recording = true;
   int saved = errno;
   if (!lifecycle::in_vfork_child()) {
@@ -157,6 +158,8 @@ void record(Call call, uint64_t d, void* caller) {
   errno = saved;
   t_recording = false;
 }
+
+void quiet_thread() { t_quiet = true; }
 
 bool start(uint64_t rate_ns, std::string* err) {
   if (!g.table.map("wait profile", err)) return false;

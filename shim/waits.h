@@ -12,8 +12,8 @@
 // CLOCK_MONOTONIC) and a draw; an event that is recorded costs a stack walk.
 //
 // What is not recorded: the shim's own calls (the caller is the shim's own
-// code, or the thread is in sigmask::internal(): its threads and
-// handlers), a call nested in another timed call (getaddrinfo's NSS
+// code, or the thread is the shim's: sigmask::internal() -- its stop thread
+// and handlers -- or quiet_thread()), a call nested in another timed call (getaddrinfo's NSS
 // modules; a program's handler that interrupted a timed call: the outer
 // call holds that time), and a vfork child's.
 //
@@ -89,6 +89,8 @@ void record(Call call, uint64_t d, void* caller);
 bool start(uint64_t rate_ns, std::string* err);
 // At the stop, before anything is read: no more records.
 void stop();
+// On a thread of the shim's (unload.h's helper): its waits are not recorded.
+void quiet_thread();
 // In a fork child: fresh tables (the parent's events are the parent's).
 void reset_after_fork();
 // After a failed exec: on again, the same tables.

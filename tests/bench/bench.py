@@ -530,8 +530,8 @@ class Bench:
         if wl.key == "probe" and r.latency_ms is None:
             return "the probe wrote no timestamp"
         if cfg.key == "active":
-            if r.files_count < 2:
-                return "profshim wrote %d files, expected the .cpu.pprof and .heap.pprof" % r.files_count
+            if r.files_count < 3:
+                return "profshim wrote %d files, expected the .cpu.pprof, .heap.pprof and .wait.pprof" % r.files_count
             if r.stop_ms is None:
                 return "no '# profshim: ... stop N ms' summary line"
         elif r.summary is not None:

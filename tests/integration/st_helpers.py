@@ -227,9 +227,9 @@ def check_summaries_name_files(r, d, images):
         named = named_in(line)
         all_named += named
         bases = sorted(os.path.basename(p) for p in named)
-        check(len(bases) == 2 and bases[0].endswith(".cpu.pprof") and bases[1].endswith(".heap.pprof")
-              and bases[0][:-len(".cpu.pprof")] == bases[1][:-len(".heap.pprof")],
-              "a summary line should name its image's cpu and heap files (one stem): %r" % line)
+        stem = bases[0][:-len(".cpu.pprof")] if bases else ""
+        check(bases == [stem + k for k in (".cpu.pprof", ".heap.pprof", ".wait.pprof")],
+              "a summary line should name its image's cpu, heap and wait files (one stem): %r" % line)
         stems.append(bases[0][:-len(".cpu.pprof")])
     check(len(set(stems)) == len(stems), "two images named the same files (one overwrote the other): "
           "stems %s\n%s" % (stems, r.describe()))

@@ -133,20 +133,29 @@ def test_malformed_heap_sample(ctx):
                             PROFILE_DIR=d, PROFILE_HEAP_SAMPLE=v)
 
 
+def test_malformed_wait_sample(ctx):
+    """PROFILE_WAIT_SAMPLE is whole nanoseconds up to 60 s: anything else is
+    a setup error (one line, exit 78), never a default."""
+    for v in BAD_NUMBERS + ["60000000001", "10ms"]:
+        d = os.path.join(ctx.mkdtemp("prof"), "out")
+        _expect_setup_error(ctx, "PROFILE_WAIT_SAMPLE=%r" % v, mentions="PROFILE_WAIT_SAMPLE",
+                            PROFILE_DIR=d, PROFILE_WAIT_SAMPLE=v)
+
+
 def test_profile_dir_created_like_mkdir_p(ctx):
     base = ctx.mkdtemp("mkdirp")
     d = os.path.join(base, "a", "b", "c")
     r, _ = ctx.profile(["hello"], dir=d)
-    check(files_in(d) == ["run.cpu.pprof", "run.heap.pprof"],
-          "PROFILE_DIR=%s (missing, nested): want run.cpu.pprof and run.heap.pprof in it, it has %s\n%s" % (
+    check(files_in(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"],
+          "PROFILE_DIR=%s (missing, nested): want run.{cpu,heap,wait}.pprof in it, it has %s\n%s" % (
               d, files_in(d), r.describe()))
     ctx.read(os.path.join(d, "run.cpu.pprof"))
     ctx.read(os.path.join(d, "run.heap.pprof"))
     # An existing directory works too, and a relative one is relative to cwd.
     cwd = ctx.mkdtemp("cwd")
     r = ctx.run(["hello"], cwd=cwd, PROFILE_DIR="rel/dir", PROFILE_NAME="x")
-    check(r.rc == 0 and files_in(os.path.join(cwd, "rel", "dir")) == ["x.cpu.pprof", "x.heap.pprof"],
-          "PROFILE_DIR=rel/dir: want cwd/rel/dir/x.{cpu,heap}.pprof, cwd has %s\n%s" % (walk_all(cwd), r.describe()))
+    check(r.rc == 0 and files_in(os.path.join(cwd, "rel", "dir")) == ["x.cpu.pprof", "x.heap.pprof", "x.wait.pprof"],
+          "PROFILE_DIR=rel/dir: want cwd/rel/dir/x.{cpu,heap,wait}.pprof, cwd has %s\n%s" % (walk_all(cwd), r.describe()))
 
 
 def test_relative_profile_dir_summary_has_full_paths(ctx):
@@ -156,7 +165,7 @@ def test_relative_profile_dir_summary_has_full_paths(ctx):
     r = ctx.run(["hello"], cwd=cwd, PROFILE_DIR="rel/dir", PROFILE_NAME="x")
     check(r.rc == 0, "PROFILE_DIR=rel/dir failed\n%s" % r.describe())
     printed = [p for line in r.summary_lines() for p in re.findall(r"(\S+\.pprof)", line)]
-    want = [os.path.join(cwd, "rel", "dir", "x.%s.pprof" % k) for k in ("cpu", "heap")]
+    want = [os.path.join(cwd, "rel", "dir", "x.%s.pprof" % k) for k in ("cpu", "heap", "wait")]
     check(sorted(printed) == want, "PROFILE_DIR=rel/dir (cwd %s): the summary line should name %s; it says %s"
           % (cwd, want, r.summary_lines()))
 
@@ -187,7 +196,7 @@ def test_profile_name_slug(ctx):
         d = os.path.join(top, "p", "q", "r")
         os.makedirs(d)
         r = ctx.run(["hello"], PROFILE_DIR=d, PROFILE_NAME=name)
-        expect = sorted([want + ".cpu.pprof", want + ".heap.pprof"])
+        expect = sorted([want + ".cpu.pprof", want + ".heap.pprof", want + ".wait.pprof"])
         everything = walk_all(top)
         check(r.rc == 0 and everything == ["p", "p/q", "p/q/r"] + ["p/q/r/" + e for e in expect],
               "PROFILE_NAME=%r: want exactly %s in PROFILE_DIR and nothing elsewhere; found %s\n%s" % (
@@ -199,20 +208,31 @@ def test_profile_name_slug(ctx):
 
 def test_cpu_hz_zero_means_no_cpu_profile(ctx):
     r, d = ctx.profile(["cpu_split", "30"], PROFILE_CPU_HZ=0)
-    check(files_in(d) == ["run.heap.pprof"], "PROFILE_CPU_HZ=0: want only run.heap.pprof, got %s\n%s" % (
-        files_in(d), r.describe()))
+    check(files_in(d) == ["run.heap.pprof", "run.wait.pprof"],
+          "PROFILE_CPU_HZ=0: want run.heap.pprof and run.wait.pprof, got %s\n%s" % (files_in(d), r.describe()))
     ctx.read(os.path.join(d, "run.heap.pprof"))
     named = [os.path.basename(p) for p in r.named_files()]
-    check(named == ["run.heap.pprof"], "PROFILE_CPU_HZ=0: summary names %s\n%s" % (named, r.describe()))
+    check(named == ["run.heap.pprof", "run.wait.pprof"], "PROFILE_CPU_HZ=0: summary names %s\n%s" % (
+        named, r.describe()))
 
 
 def test_heap_sample_zero_means_no_heap_profile(ctx):
     r, d = ctx.profile(["heap_hold"], PROFILE_HEAP_SAMPLE=0)
-    check(files_in(d) == ["run.cpu.pprof"], "PROFILE_HEAP_SAMPLE=0: want only run.cpu.pprof, got %s\n%s" % (
-        files_in(d), r.describe()))
+    check(files_in(d) == ["run.cpu.pprof", "run.wait.pprof"],
+          "PROFILE_HEAP_SAMPLE=0: want run.cpu.pprof and run.wait.pprof, got %s\n%s" % (files_in(d), r.describe()))
     ctx.read(os.path.join(d, "run.cpu.pprof"))
     named = [os.path.basename(p) for p in r.named_files()]
-    check(named == ["run.cpu.pprof"], "PROFILE_HEAP_SAMPLE=0: summary names %s\n%s" % (named, r.describe()))
+    check(named == ["run.cpu.pprof", "run.wait.pprof"], "PROFILE_HEAP_SAMPLE=0: summary names %s\n%s" % (
+        named, r.describe()))
+
+
+def test_wait_sample_zero_means_no_wait_profile(ctx):
+    """PROFILE_WAIT_SAMPLE=0: no wait profile, and the summary says no waits."""
+    r, d = ctx.profile(["cpu_split", "30"], PROFILE_WAIT_SAMPLE=0)
+    check(files_in(d) == ["run.cpu.pprof", "run.heap.pprof"],
+          "PROFILE_WAIT_SAMPLE=0: want run.cpu.pprof and run.heap.pprof, got %s\n%s" % (files_in(d), r.describe()))
+    check(len(r.summary_lines()) == 1 and "| waits" not in r.summary_lines()[0],
+          "PROFILE_WAIT_SAMPLE=0: the summary line must give no wait total\n%s" % r.describe())
 
 
 def test_relative_profile_dir_survives_chdir(ctx):
@@ -222,7 +242,7 @@ def test_relative_profile_dir_survives_chdir(ctx):
     cwd = ctx.mkdtemp("cwd")
     elsewhere = ctx.mkdtemp("elsewhere")
     r = ctx.run(["hello", "chdir=" + elsewhere], cwd=cwd, PROFILE_DIR="rel/dir", PROFILE_NAME="x")
-    check(r.rc == 0 and files_in(os.path.join(cwd, "rel", "dir")) == ["x.cpu.pprof", "x.heap.pprof"]
+    check(r.rc == 0 and files_in(os.path.join(cwd, "rel", "dir")) == ["x.cpu.pprof", "x.heap.pprof", "x.wait.pprof"]
           and not walk_all(elsewhere),
           "PROFILE_DIR=rel/dir, program chdir()s to %s before exit: want the files in the start cwd's rel/dir; "
           "start cwd has %s, the other dir has %s\n%s" % (elsewhere, walk_all(cwd), walk_all(elsewhere), r.describe()))

@@ -27,7 +27,7 @@ def _check_victim(p, what):
 
 
 def _check_profiles(ctx, d, r, name="run"):
-    for kind in ("cpu", "heap"):
+    for kind in ("cpu", "heap", "wait"):
         p = os.path.join(d, "%s.%s.pprof" % (name, kind))
         check(os.path.lexists(p), "%s not written\n%s" % (p, r.describe()))
         check(not os.path.islink(p) and os.path.isfile(p), "%s is not a regular file (symlink followed?)" % p)
@@ -37,7 +37,7 @@ def _check_profiles(ctx, d, r, name="run"):
 def test_symlink_at_the_name_is_replaced(ctx):
     d = ctx.mkdtemp("prof")
     victims = {}
-    for kind in ("cpu", "heap"):
+    for kind in ("cpu", "heap", "wait"):
         v = _victim(ctx, "victim-" + kind)
         os.symlink(v, os.path.join(d, "run.%s.pprof" % kind))
         victims[kind] = v
@@ -52,7 +52,7 @@ def test_hard_link_at_the_name_is_replaced(ctx):
     of a complete new file does not."""
     d = ctx.mkdtemp("prof")
     victims = {}
-    for kind in ("cpu", "heap"):
+    for kind in ("cpu", "heap", "wait"):
         v = _victim(ctx, "victim-" + kind)
         target = os.path.join(d, "run.%s.pprof" % kind)
         try:
@@ -73,12 +73,12 @@ def test_hard_link_at_the_name_is_replaced(ctx):
 
 def test_existing_profiles_replaced(ctx):
     d = ctx.mkdtemp("prof")
-    for kind in ("cpu", "heap"):
+    for kind in ("cpu", "heap", "wait"):
         with open(os.path.join(d, "run.%s.pprof" % kind), "wb") as f:
             f.write(b"old contents, not a profile\n" * 1000)
     r, _ = ctx.profile(["hello"], dir=d)
     _check_profiles(ctx, d, r)
-    check(files_in(d) == ["run.cpu.pprof", "run.heap.pprof"], "PROFILE_DIR holds %s" % files_in(d))
+    check(files_in(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "PROFILE_DIR holds %s" % files_in(d))
 
 
 def _last_pid():
@@ -96,7 +96,7 @@ def test_stale_temp_files_do_not_block(ctx):
     d = ctx.mkdtemp("prof")
     victim = _victim(ctx)
     junk = []
-    for kind in ("cpu", "heap"):
+    for kind in ("cpu", "heap", "wait"):
         base = "run.%s.pprof" % kind
         for n in (".%s.tmp" % base, ".%s.tmp.1" % base, ".%s.tmp.XXXXXX" % base, "%s.tmp" % base, ".run"):
             p = os.path.join(d, n)
@@ -107,9 +107,9 @@ def test_stale_temp_files_do_not_block(ctx):
         last = _last_pid()
         pats = [".{b}.tmp.{p}", ".{b}.{p}.tmp", "{b}.tmp.{p}", ".{b}.tmp{p}"]
         # "<dir>/.<name>.tmp.<pid>.<seq>": what one killed run with the same
-        # pid (pid reuse) leaves behind: its probe, cpu and heap temporaries.
-        pats += [".{b}.tmp.{p}.%d" % seq for seq in range(3)]
-        pats += [".profshim-probe.tmp.{p}.%d" % seq for seq in range(3)]
+        # pid (pid reuse) leaves behind: its probe, cpu, heap and wait temporaries.
+        pats += [".{b}.tmp.{p}.%d" % seq for seq in range(4)]
+        pats += [".profshim-probe.tmp.{p}.%d" % seq for seq in range(4)]
         for pid in range(last + 1, last + 48):
             for pat in pats:
                 n = pat.format(b=base, p=pid)
@@ -122,7 +122,7 @@ def test_stale_temp_files_do_not_block(ctx):
     _check_victim(victim, "symlinks planted at likely temp-file names")
     _check_profiles(ctx, d, r)
     left = sorted(set(files_in(d)) - set(junk))
-    check(left == ["run.cpu.pprof", "run.heap.pprof"], "after the run PROFILE_DIR has new entries %s "
+    check(left == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "after the run PROFILE_DIR has new entries %s "
           "(leftover temp files?)" % left)
 
 

@@ -30,7 +30,7 @@ def test_program_that_unwinds_itself_with_libunwind(ctx):
     use its own copy of libgcc's unwinder. Three runs at 1000 Hz."""
     for _ in range(3):
         _, r, d = _both(ctx, ["unwinds_itself"], timeout=30, PROFILE_CPU_HZ=1000)
-        check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof"], "PROFILE_DIR holds %s" % pprofs(d))
+        check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "PROFILE_DIR holds %s" % pprofs(d))
 
 
 def test_sigterm_taken_by_a_worker_inside_malloc_still_kills(ctx):
@@ -48,7 +48,7 @@ def test_crash_in_a_thread_that_blocks_every_signal_is_profiled(ctx):
     shim keeps the faults out of the kernel's mask too; the profiles are
     written and the process dies of SIGSEGV as without the shim."""
     _, r, d = _both(ctx, ["review_habits", "blocked_fault"])
-    check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof"], "PROFILE_DIR holds %s\n%s" % (pprofs(d), r.describe()))
+    check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "PROFILE_DIR holds %s\n%s" % (pprofs(d), r.describe()))
 
 
 def test_threads_with_small_stacks_are_sampled_safely(ctx):
@@ -59,7 +59,7 @@ def test_threads_with_small_stacks_are_sampled_safely(ctx):
     (with 4000 in use they overflowed: SIGSEGV, no profile)."""
     for used in ("3000", "7000"):
         _, r, d = _both(ctx, ["review_habits", "smallstack", used], PROFILE_CPU_HZ=1000)
-        check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof"], "PROFILE_DIR holds %s" % pprofs(d))
+        check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "PROFILE_DIR holds %s" % pprofs(d))
 
 
 def test_program_waits_for_the_shims_signal_number_in_sigsuspend(ctx):

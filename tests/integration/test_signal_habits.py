@@ -113,7 +113,7 @@ def test_external_sampling_signal_kills_as_without_the_shim(ctx):
     check(plain.status.is_signal(RTSIG), "baseline: sleep should die of SIGRTMAX-4: %s" % plain.status)
     check(r.status.key() == plain.status.key(), "under the shim sleep %s; without it %s\n%s" % (
         r.status, plain.status, r.describe()))
-    check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof"], "PROFILE_DIR holds %s\n%s" % (pprofs(d), r.describe()))
+    check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "PROFILE_DIR holds %s\n%s" % (pprofs(d), r.describe()))
 
 
 def test_siginterrupt_makes_read_fail_with_eintr(ctx):
@@ -164,7 +164,7 @@ def test_no_thread_runs_on_after_a_crash(ctx):
     check(len(after) == 2, "no crash line\n%s" % r.describe())
     commits = after[1].count("commit")
     check(commits <= 1, "%d commits after the crash under the shim\n%s" % (commits, r.describe()))
-    check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof"], "PROFILE_DIR holds %s\n%s" % (pprofs(d), r.describe()))
+    check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "PROFILE_DIR holds %s\n%s" % (pprofs(d), r.describe()))
 
 
 def test_single_threaded_program_can_unshare_a_user_namespace(ctx):

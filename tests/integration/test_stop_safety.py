@@ -183,8 +183,8 @@ def _fifo_debuglink_case(ctx, where):
     m = re.search(r"\| stop (\d+) ms", lines[0])
     check(m and int(m.group(1)) < 4000, "%s: the stop took %s ms\n%s" % (what, m and m.group(1), r.describe()))
     files = _files_as_said(r, pd, what)
-    check(sorted(os.path.basename(p) for p in files) == ["run.cpu.pprof", "run.heap.pprof"],
-          "%s: want both profiles, got %s" % (what, files))
+    check(sorted(os.path.basename(p) for p in files) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"],
+          "%s: want all three profiles, got %s" % (what, files))
     prof = ctx.read(os.path.join(pd, "run.cpu.pprof"), r)
     # The symbol table stayed in the binary: names without the debug file.
     check(prof.has_function("sym_exported_hot"), "%s: sym_exported_hot not named\n%s" % (
@@ -467,7 +467,7 @@ def test_descriptors_are_the_programs(ctx):
                   "%s: the summary should reach the stderr the process started with\n%s" % (what, r.describe()))
         else:
             check(len(lines) <= 1, "%s: %d lines\n%s" % (what, len(lines), r.describe()))
-        check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof"] and not _temporaries(d),
+        check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"] and not _temporaries(d),
               "%s: PROFILE_DIR holds %s" % (what, os.listdir(d)))
 
 
@@ -502,7 +502,7 @@ def test_modes_whatever_the_umask(ctx):
         _same_as_plain(plain, r, what)
         got = _modes(top)
         want = {"a": dmode, "a/b": dmode, "a/b/c": dmode, "a/b/c/run.cpu.pprof": fmode,
-                "a/b/c/run.heap.pprof": fmode}
+                "a/b/c/run.heap.pprof": fmode, "a/b/c/run.wait.pprof": fmode}
         check(got == want, "%s: modes %s, want %s" % (
             what, {k: "%o" % v for k, v in sorted(got.items())}, {k: "%o" % v for k, v in sorted(want.items())}))
 
@@ -552,7 +552,7 @@ def test_root_refuses_a_directory_of_another_user(ctx):
     # Controls: root's own tree is used.
     ours = os.path.join(base, "ours", "sub")
     r = run(ctx, ["hello"], env=prof_env(ctx, ours))
-    check(r.status.is_exit(0) and pprofs(ours) == ["run.cpu.pprof", "run.heap.pprof"],
+    check(r.status.is_exit(0) and pprofs(ours) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"],
           "a root-owned PROFILE_DIR must be used\n%s" % r.describe())
 
     # A user's own directory, running as that user (the rule is root's only).
@@ -564,7 +564,7 @@ def test_root_refuses_a_directory_of_another_user(ctx):
         p = subprocess.run([ctx.workload("hello")], env=env, cwd=home, user=OTHER_UID, group=OTHER_UID,
                            extra_groups=[], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
         made = sorted(os.listdir(os.path.join(home, "prof"))) if os.path.isdir(os.path.join(home, "prof")) else []
-        check(p.returncode == 0 and made == ["run.cpu.pprof", "run.heap.pprof"],
+        check(p.returncode == 0 and made == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"],
               "uid %d with its own PROFILE_DIR: status %d, files %s\nstderr:\n%s" % (
                   OTHER_UID, p.returncode, made, indent(p.stderr.decode(errors="replace"))))
         for n in made:
@@ -588,9 +588,9 @@ def _image_files(r, d, what, images):
     stems = []
     for line in lines:
         names = sorted(os.path.basename(p) for p in _written(line))
-        check(len(names) == 2 and names[0].endswith(".cpu.pprof") and names[1].endswith(".heap.pprof")
-              and names[0][:-len(".cpu.pprof")] == names[1][:-len(".heap.pprof")],
-              "%s: a line should name one stem's cpu and heap files: %r" % (what, line))
+        stem = names[0][:-len(".cpu.pprof")] if names else ""
+        check(names == [stem + k for k in (".cpu.pprof", ".heap.pprof", ".wait.pprof")],
+              "%s: a line should name one stem's cpu, heap and wait files: %r" % (what, line))
         stems.append(names[0][:-len(".cpu.pprof")])
     check(len(set(stems)) == len(stems), "%s: two images wrote the same files: %s" % (what, sorted(stems)))
     _files_as_said(r, d, what)
@@ -658,7 +658,7 @@ def test_failed_path_search_makes_no_stop(ctx):
     lines = _shim_lines(r)
     check(len(lines) == 1 and not lines[0].startswith(ERROR_PREFIX),
           "want exactly one summary line (the final stop's)\n%s" % r.describe())
-    check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof"], "PROFILE_DIR holds %s" % pprofs(d))
+    check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "PROFILE_DIR holds %s" % pprofs(d))
     t_plain, t_shim = _loop_ns(plain), _loop_ns(r)
     check(t_shim < 10 * t_plain + 50e6, "200 failed PATH searches took %.1f ms under the shim, %.1f ms without" % (
         t_shim / 1e6, t_plain / 1e6))
@@ -690,10 +690,10 @@ def test_two_execs_failing_at_once(ctx):
         _same_as_plain(plain, r, what, stderr=False)
         lines = _shim_lines(r)
         stem = "run.stop_safety.%d" % r.pid
-        check(len(lines) == 2 and [len(_written(l)) for l in lines] == [2, 2],
+        check(len(lines) == 2 and [len(_written(l)) for l in lines] == [3, 3],
               "%s: want two summary lines (the exec's stop, the final one)\n%s" % (what, r.describe()))
-        check(sorted(os.path.basename(p) for p in _written(lines[0])) == [stem + ".cpu.pprof", stem + ".heap.pprof"]
-              and sorted(os.path.basename(p) for p in _written(lines[1])) == ["run.cpu.pprof", "run.heap.pprof"],
+        check(sorted(os.path.basename(p) for p in _written(lines[0])) == [stem + k for k in (".cpu.pprof", ".heap.pprof", ".wait.pprof")]
+              and sorted(os.path.basename(p) for p in _written(lines[1])) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"],
               "%s: the exec's stop writes %s.*, the final one run.*\n%s" % (what, stem, r.describe()))
         _files_as_said(r, d, what)
         m = re.search(r"truth burn cpu_ns=(\d+)", r.err.decode())

@@ -40,10 +40,10 @@ def test_every_variable_in_help_and_docs(ctx):
 
 def test_options_become_variables(ctx):
     d = os.path.join(ctx.mkdtemp("prof"), "nested")
-    r = _wrap(ctx, ["-d", d, "-n", "a b", "--hz", "0", "--heap-sample", "65536", "--",
+    r = _wrap(ctx, ["-d", d, "-n", "a b", "--hz", "0", "--heap-sample", "65536", "--wait-sample", "0", "--",
                     ctx.workload("heap_hold")])
     check(r.returncode == 0, "profshim exited %d: %s" % (r.returncode, r.stderr.decode()))
-    # --hz 0: no CPU profile; -n is slugged; -d is created.
+    # --hz 0, --wait-sample 0: no CPU or wait profile; -n is slugged; -d is created.
     check(sorted(os.listdir(d)) == ["a-b.heap.pprof"], "want only a-b.heap.pprof in %s, got %s" % (
         d, sorted(os.listdir(d))))
     prof = ctx.read(os.path.join(d, "a-b.heap.pprof"))
