@@ -16,6 +16,7 @@
 #include "gzip.h"
 #include "heap.h"
 #include "heap_dump.h"
+#include "identity.h"
 #include "image.h"
 #include "pprof.h"
 #include "procmaps.h"
@@ -167,7 +168,19 @@ std::vector<uint64_t> add_mappings(pprof::Builder& b, const std::vector<RawSampl
   return id;
 }
 
-void fill(pprof::Builder& b, const std::vector<RawSample>& samples, const Symbols& sym, bool labels) {
+// Every sample carries its image's pid and program, so the profiles of a
+// process tree merged by pprof still say whose each sample is (-tags,
+// -tagfocus=program=cc1plus).
+std::vector<pprof::Label> image_labels(const identity::Identity& id) {
+  pprof::Label pid, prog;
+  pid.key = "pid", pid.num = id.pid, pid.is_num = true;
+  prog.key = "program", prog.str = id.program;
+  return {pid, prog};
+}
+
+void fill(pprof::Builder& b, const std::vector<RawSample>& samples, const Symbols& sym, bool labels,
+          const identity::Identity& who) {
+  const std::vector<pprof::Label> common = image_labels(who);
   const std::vector<uint64_t> mapping_id = add_mappings(b, samples, sym);
   std::unordered_map<uint64_t, uint64_t> loc;
   std::unordered_map<uint32_t, std::string> names;
@@ -182,7 +195,7 @@ void fill(pprof::Builder& b, const std::vector<RawSample>& samples, const Symbol
       }
       ids.push_back(it->second);
     }
-    std::vector<pprof::Label> ls;
+    std::vector<pprof::Label> ls = common;
     if (labels) {
       auto n = names.find(s.serial);
       if (n == names.end()) n = names.emplace(s.serial, sampler::thread_name(s.serial)).first;
@@ -223,29 +236,34 @@ bool emit(pprof::Builder& b, Context& ctx, const char* kind, summary::Figures* f
   return true;
 }
 
-void cpu_profile(Context& ctx, const std::vector<RawSample>& s, const Symbols& sym, summary::Figures* f,
-                 std::vector<std::string>* errors) {
+void add_comments(pprof::Builder& b, const Context& ctx, const identity::Identity& who) {
+  b.add_comment(std::string("profshim: stopped by ") + ctx.how);
+  for (const auto& c : identity::comments(who)) b.add_comment(c);
+}
+
+void cpu_profile(Context& ctx, const std::vector<RawSample>& s, const Symbols& sym, const identity::Identity& who,
+                 summary::Figures* f, std::vector<std::string>* errors) {
   int64_t period = int64_t(sampler::period_ns());
   pprof::Builder b({{"samples", "count"}, {"cpu", "nanoseconds"}}, {"cpu", "nanoseconds"}, period);
   b.set_default_sample_type("cpu");
   b.set_time(int64_t(ctx.start_real_ns), int64_t(ctx.stop_mono_ns - ctx.start_mono_ns));
-  b.add_comment(std::string("profshim: stopped by ") + ctx.how);
-  fill(b, s, sym, true);
+  add_comments(b, ctx, who);
+  fill(b, s, sym, true, who);
   emit(b, ctx, "cpu", f, errors);
 }
 
 // A heap profile is a picture of one moment, the dump: its time is when the
 // dump was taken and it has no duration, as Go's heap profiles (runtime/pprof
 // sets time_nanos when it writes one, and duration_nanos only for CPU).
-void heap_profile(Context& ctx, const std::vector<RawSample>& s, const Symbols& sym, uint64_t period,
-                  uint64_t dump_real_ns, summary::Figures* f, std::vector<std::string>* errors) {
+void heap_profile(Context& ctx, const std::vector<RawSample>& s, const Symbols& sym, const identity::Identity& who,
+                  uint64_t period, uint64_t dump_real_ns, summary::Figures* f, std::vector<std::string>* errors) {
   pprof::Builder b({{"alloc_objects", "count"}, {"alloc_space", "bytes"}, {"inuse_objects", "count"},
                     {"inuse_space", "bytes"}},
                    {"space", "bytes"}, int64_t(period));
   b.set_default_sample_type("inuse_space");
   b.set_time(int64_t(dump_real_ns), 0);
-  b.add_comment(std::string("profshim: stopped by ") + ctx.how);
-  fill(b, s, sym, false);
+  add_comments(b, ctx, who);
+  fill(b, s, sym, false, who);
   emit(b, ctx, "heap", f, errors);
 }
 
@@ -332,8 +350,10 @@ void run(Context& ctx) {
 
   // An earlier image of this session with this pid wrote under this stem.
   ctx.stem = image::unique_stem(cfg.dir, ctx.stem);
-  if (cfg.cpu_hz) cpu_profile(ctx, cpu, sym, &f, &errors);
-  if (have_heap) heap_profile(ctx, mem, sym, dump.period, dump_real_ns, &f, &errors);
+  const identity::Identity who = identity::read(image::pid(), ctx.start_real_ns);
+  f.who = identity::brief(who);
+  if (cfg.cpu_hz) cpu_profile(ctx, cpu, sym, who, &f, &errors);
+  if (have_heap) heap_profile(ctx, mem, sym, who, dump.period, dump_real_ns, &f, &errors);
 
   sampler::Stats st = sampler::stats();
   f.samples = st.expirations;

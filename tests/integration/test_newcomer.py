@@ -2,8 +2,11 @@
 that changes directory, one line for what would otherwise be silent (an exec
 into a statically linked program, a misspelt variable)."""
 
+import calendar
 import os
+import re
 import subprocess
+import time
 
 from common import check, files_in
 from st_helpers import compile_c, run
@@ -63,3 +66,63 @@ def test_unknown_profile_variable_is_named_once(ctx):
     lines = [l for l in r.stderr_lines if "PROFILE_CPU_HERTZ" in l]
     check(len(lines) == 1 and lines[0].startswith("# profshim: "), "want one line naming the variable\n%s" % (
         r.describe()))
+
+
+_WHO_RE = re.compile(r"^profshim: pid (\d+) \(parent (\d+)\) program (\S+)$")
+_ARGV_RE = re.compile(r"^profshim: argv (.*)$")
+_START_RE = re.compile(r"^profshim: started (\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\.(\d{3})Z$")
+
+
+def _identity(ctx, path):
+    prof = ctx.read(path)
+    who = [m for m in map(_WHO_RE.match, prof.comments) if m]
+    argv = [m.group(1) for m in map(_ARGV_RE.match, prof.comments) if m]
+    start = [m for m in map(_START_RE.match, prof.comments) if m]
+    check(len(who) == 1 and len(argv) == 1 and len(start) == 1,
+          "%s: comments lack pid/parent/program, argv or start:\n%s" % (path, "\n".join(prof.comments)))
+    g = [int(x) for x in start[0].groups()]
+    t = calendar.timegm((g[0], g[1], g[2], g[3], g[4], g[5])) + g[6] / 1000.0
+    return prof, int(who[0].group(1)), int(who[0].group(2)), who[0].group(3), argv[0], t
+
+
+def test_images_record_who_they_are(ctx):
+    """sh -c 'fork_exec fork "two words" ...': the shell (root), fork_exec
+    (exec'd by the shell) and its forked child. Each profile's comments give
+    its pid, its parent's pid, the executable, the command line and a start
+    time within the run; every sample carries labels pid and program; each
+    summary line ends with the pid, the parent and the command line. So a
+    tree's files say which image is which."""
+    d = ctx.mkdtemp("prof")
+    fe = ctx.workload("fork_exec")
+    t0 = time.time()
+    r = run(ctx, ["/bin/sh", "-c", "%s fork 'two words' it\\'s; true" % fe], env=ctx.env(PROFILE_DIR=d))
+    t1 = time.time()
+    check(r.status.is_exit(0), "%s\n%s" % (r.status, r.describe()))
+    cpu = sorted(f for f in files_in(d) if f.endswith(".cpu.pprof"))
+    check(len(cpu) == 3, "want three images' CPU profiles, have %s\n%s" % (cpu, r.describe()))
+    ids = {}
+    for f in cpu:
+        prof, pid, ppid, exe, argv, start = _identity(ctx, os.path.join(d, f))
+        check(t0 - 1 <= start <= t1 + 1, "%s: start %.3f is not within the run [%.3f, %.3f]" % (f, start, t0, t1))
+        if f != "run.cpu.pprof":
+            check(".%d." % pid in f, "%s names a pid other than its comment's %d" % (f, pid))
+        program = os.path.basename(exe)
+        for s in prof.samples:
+            tags = " ".join(s.labels).split()
+            check("pid:[%d]" % pid in tags and "program:[%s]" % program in tags,
+                  "%s: a sample lacks labels pid:[%d] program:[%s]: %s" % (f, pid, program, s.labels))
+        check(prof.samples or f == "run.cpu.pprof", "%s: no samples to check labels on" % f)
+        ids[pid] = (ppid, exe, argv)
+    shell = [p for p, (_, exe, _) in ids.items() if os.path.basename(exe) in ("dash", "sh", "bash")]
+    check(len(shell) == 1, "one image should be the shell: %s" % ids)
+    want_argv = "%s fork 'two words' 'it'\\''s'" % fe
+    fes = sorted((p for p in ids if ids[p][2] == want_argv), key=lambda p: ids[p][0] == shell[0])
+    check(len(fes) == 2, "two images (fork_exec and its forked child) should show argv %r: %s" % (want_argv, ids))
+    child, parent = fes
+    check(ids[parent][0] == shell[0] and ids[child][0] == parent,
+          "parents: fork_exec's should be the shell %d, its child's fork_exec %d: %s" % (shell[0], parent, ids))
+    lines = r.summary_lines()
+    for pid, (ppid, _, argv) in ids.items():
+        tail = " | pid %d (parent %d): %s" % (pid, ppid, argv[:100])
+        check(sum(l.endswith(tail) for l in lines) == 1, "one summary line should end %r:\n%s" % (
+            tail, "\n".join(lines)))
