@@ -223,7 +223,7 @@ bool emit(pprof::Builder& b, Context& ctx, const char* kind, summary::Figures* f
     return false;
   }
   std::string gz, err;
-  if (!gzip::compress(b.encode(), &gz, &err)) {
+  if (!gzip::compress(b.encode(), &gz, &err, image::marker())) {
     errors->push_back("compressing " + name + ": " + err);
     return false;
   }
@@ -348,8 +348,8 @@ void run(Context& ctx) {
   }
   f.symbolize_ms = double(sys::now_ns(CLOCK_MONOTONIC) - t_sym) / 1e6;
 
-  // An earlier image of this session with this pid wrote under this stem.
-  ctx.stem = image::unique_stem(cfg.dir, ctx.stem);
+  // Pid reuse, a daemon taking NAME, another program's NAME.* (image.h).
+  ctx.stem = image::final_stem(cfg.dir, ctx.stem);
   const identity::Identity who = identity::read(image::pid(), ctx.start_real_ns);
   f.who = identity::brief(who);
   if (cfg.cpu_hz) cpu_profile(ctx, cpu, sym, who, &f, &errors);

@@ -126,3 +126,72 @@ def test_images_record_who_they_are(ctx):
         tail = " | pid %d (parent %d): %s" % (pid, ppid, argv[:100])
         check(sum(l.endswith(tail) for l in lines) == 1, "one summary line should end %r:\n%s" % (
             tail, "\n".join(lines)))
+
+
+def _pid_in(ctx, path):
+    return _identity(ctx, path)[1]
+
+
+def test_a_daemonized_child_takes_the_name(ctx):
+    """A daemon started the classic ways (fork, setsid, parent exits; and
+    with a second fork, the intermediate exiting too), as systemd's
+    Type=forking and `daemonize yes` do: NAME.* is the daemon's, holding
+    its work, and the parents' short lives are kept under their own names
+    (NAME.daemonize.PID.*), not lost."""
+    for mode in ("classic", "double"):
+        d = ctx.mkdtemp("prof")
+        pidfile = os.path.join(d, "daemon.pid")
+        p = subprocess.Popen([ctx.workload("daemonize"), mode, pidfile], env=ctx.env(PROFILE_DIR=d, PROFILE_NAME="svc"),
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        _, err = p.communicate(timeout=60)
+        check(p.returncode == 0, "%s: the parent exited %d\n%s" % (mode, p.returncode, err.decode()))
+        daemon = None
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if daemon is None and os.path.exists(pidfile):
+                daemon = int(open(pidfile).read())
+            if daemon is not None and not os.path.exists("/proc/%d" % daemon):
+                break
+            time.sleep(0.05)
+        check(daemon is not None and not os.path.exists("/proc/%d" % daemon),
+              "%s: the daemon did not finish within 60 s" % mode)
+        time.sleep(0.2)  # its stop ran before it exited; nothing else is left to write
+        got = files_in(d)
+        images = 2 if mode == "classic" else 3
+        check(len([f for f in got if f.endswith(".pprof")]) == 2 * images,
+              "%s: %d images should leave %d files: %s" % (mode, images, 2 * images, got))
+        check(_pid_in(ctx, os.path.join(d, "svc.cpu.pprof")) == daemon,
+              "%s: svc.cpu.pprof is not the daemon's (pid %d)" % (mode, daemon))
+        prof = ctx.read(os.path.join(d, "svc.cpu.pprof"))
+        check(prof.cum("daemon_work", "cpu") >= 0.1e9, "%s: the daemon's work is not in svc.cpu.pprof:\n%s" % (
+            mode, prof.cum_table("cpu", 8)))
+        root = "svc.daemonize.%d" % p.pid
+        for kind in ("cpu", "heap"):
+            check(root + "." + kind + ".pprof" in got, "%s: the parent's %s profile is not kept as %s: %s" % (
+                mode, kind, root, got))
+            check(_pid_in(ctx, os.path.join(d, root + "." + kind + ".pprof")) == p.pid,
+                  "%s: %s.%s.pprof is not the parent's" % (mode, root, kind))
+
+
+def test_a_later_different_program_keeps_the_roots_files(ctx):
+    """A unit's ExecStopPost=/bin/true after its daemon, same environment:
+    the daemon's svc.* stay, the later program's files take its own name;
+    re-running the daemon's program replaces svc.*, as ever."""
+    d = ctx.mkdtemp("prof")
+    env = ctx.env(PROFILE_DIR=d, PROFILE_NAME="svc")
+    first = run(ctx, [ctx.workload("fork_exec"), "after"], env=env)
+    check(first.status.is_exit(0), first.describe())
+    pid1 = _pid_in(ctx, os.path.join(d, "svc.cpu.pprof"))
+    later = run(ctx, ["/bin/true"], env=env)
+    check(later.status.is_exit(0), later.describe())
+    check(_pid_in(ctx, os.path.join(d, "svc.cpu.pprof")) == pid1 and
+          _pid_in(ctx, os.path.join(d, "svc.heap.pprof")) == pid1,
+          "/bin/true replaced the first program's svc.*: %s" % files_in(d))
+    true_files = [f for f in files_in(d) if f.startswith("svc.true.")]
+    check(len(true_files) == 2, "/bin/true's profiles should be svc.true.PID.*: %s" % files_in(d))
+    check(any(f in l for l in later.summary_lines() for f in true_files), "the summary line should name them:\n%s"
+          % later.describe())
+    again = run(ctx, [ctx.workload("fork_exec"), "after"], env=env)
+    check(again.status.is_exit(0), again.describe())
+    pid3 = _pid_in(ctx, os.path.join(d, "svc.cpu.pprof"))
+    check(pid3 != pid1, "re-running the same program should replace svc.* (pid %d still there)" % pid1)
