@@ -69,13 +69,16 @@ std::string exe_path() {
 // back before NAME.* is replaced: "profshim session=ROOTPID:START pid=PID
 // alt=STEM exe=PATH", ALT the name the image has when it is not the root's.
 struct Marker {
-  std::string session, alt, exe;
+  std::string session, pid, alt, exe;
 };
 bool parse_marker(const std::string& c, Marker* m) {
   if (c.compare(0, 17, "profshim session=") != 0) return false;
-  size_t sp = c.find(' ', 17), alt = c.find(" alt=", 17), exe = c.find(" exe=", 17);
-  if (sp == std::string::npos || alt == std::string::npos || exe == std::string::npos || exe < alt) return false;
+  size_t sp = c.find(' ', 17), pid = c.find(" pid=", 17), alt = c.find(" alt=", 17), exe = c.find(" exe=", 17);
+  if (sp == std::string::npos || pid != sp || alt == std::string::npos || exe == std::string::npos || exe < alt ||
+      alt < pid)
+    return false;
   m->session = c.substr(17, sp - 17);
+  m->pid = c.substr(pid + 5, alt - pid - 5);
   m->alt = c.substr(alt + 5, exe - alt - 5);
   m->exe = c.substr(exe + 5);
   return true;
@@ -87,7 +90,10 @@ std::string session_tag() { return std::to_string(std::abs(g_root_pid.load())) +
 // image takes NAME at its stop (the last of them to stop keeps it).
 bool heir() {
   int root = std::abs(g_root_pid.load());
-  if (g_root.load() || g_root_sid <= 0 || root <= 0 || getsid(0) == g_root_sid) return false;
+  // getsid answers 0 where the session's leader is outside this pid
+  // namespace (a child of `unshare --pid` that did not detach).
+  pid_t sid = getsid(0);
+  if (g_root.load() || g_root_sid <= 0 || root <= 0 || sid <= 0 || sid == g_root_sid) return false;
   return kill(root, 0) != 0 && errno == ESRCH;
 }
 
@@ -184,9 +190,10 @@ std::string final_stem(const std::string& dir, const std::string& base) {
     // ExecStopPost=/bin/rm after its daemon): its files stay, this image
     // writes under its own name.
     if (m.session != tag && m.exe != me) return unique_stem(dir, stem(false));
-    // This session's root (or an earlier heir) wrote it: renamed to the
-    // name it would have had, so taking NAME loses nothing.
-    if (m.session == tag && base != name && !m.alt.empty() && m.alt != name &&
+    // Another image of this session wrote it (the root, before a daemon
+    // takes NAME; a daemon, before a root that outlived it): renamed to
+    // the name it would have had, so taking NAME loses nothing.
+    if (m.session == tag && m.pid != std::to_string(g_pid.load()) && !m.alt.empty() && m.alt != name &&
         m.alt.find('/') == std::string::npos) {
       std::string alt = m.alt;
       for (int k = 2; k < 10000 && access((dir + "/" + alt + "." + kind + ".pprof").c_str(), F_OK) == 0; ++k)
