@@ -22,9 +22,10 @@
 #include "procmaps.h"
 #include "sampler.h"
 #include "summary.h"
+#include "stackwalk.h"
 #include "symbolize.h"
 #include "sys.h"
-#include "stackwalk.h"
+#include "unnamed.h"
 #include "wrappers.h"
 
 namespace finish {
@@ -212,6 +213,18 @@ void fill(pprof::Builder& b, const std::vector<RawSample>& samples, const Symbol
   }
 }
 
+std::string unnamed_hint(const std::vector<RawSample>& cpu, const Symbols& sym) {
+  std::vector<unnamed::Leaf> leaves;
+  for (const auto& s : cpu) {
+    if (s.addrs.empty()) continue;
+    const symbolize::Result& r = sym.results[sym.index.at(s.addrs[0])];
+    leaves.push_back({r.mapping, !r.frames.empty() && !r.frames[0].name.empty(), uint64_t(s.values[1])});
+  }
+  std::vector<std::string> paths;
+  for (const auto& m : sym.mappings) paths.push_back(m.file);
+  return unnamed::hint(leaves, paths);
+}
+
 // Teardown errors are collected and reported in the one line at the end:
 // the stop says once what it could not do, whatever the number of files.
 bool emit(pprof::Builder& b, Context& ctx, const char* kind, summary::Figures* f,
@@ -347,6 +360,7 @@ void run(Context& ctx) {
     sym.loaded_for_shim = session.loaded_for_shim();
   }
   f.symbolize_ms = double(sys::now_ns(CLOCK_MONOTONIC) - t_sym) / 1e6;
+  f.unnamed = unnamed_hint(cpu, sym);
 
   // Pid reuse, a daemon taking NAME, another program's NAME.* (image.h).
   ctx.stem = image::final_stem(cfg.dir, ctx.stem);

@@ -63,6 +63,7 @@ std::string format(const Figures& f) {
   if (!f.heap_seen) s += " (the program's own malloc serves it: heap not profiled)";
   snprintf(b, sizeof b, " | stop %.0f ms (symbols %.0f ms)", f.stop_ms, f.symbolize_ms);
   s += b;
+  if (!f.unnamed.empty()) s += " | " + f.unnamed;
   if (!f.who.empty()) s += " | " + f.who;
   return s;
 }

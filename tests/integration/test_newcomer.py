@@ -195,3 +195,22 @@ def test_a_later_different_program_keeps_the_roots_files(ctx):
     check(again.status.is_exit(0), again.describe())
     pid3 = _pid_in(ctx, os.path.join(d, "svc.cpu.pprof"))
     check(pid3 != pid1, "re-running the same program should replace svc.* (pid %d still there)" % pid1)
+
+
+def test_summary_says_which_module_lacks_names(ctx):
+    """sym_stripped built without -rdynamic and stripped: all its CPU is in
+    code with no name, and the summary line names the executable and how a
+    Debian user gets its symbols. The same program unstripped: no such
+    note."""
+    tmp = ctx.mkdtemp("strip")
+    src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "workloads", "sym_stripped.c")
+    exe = os.path.join(tmp, "bare_prog")
+    for cmd in (["gcc", "-O1", "-o", exe, src], ["strip", "--strip-all", exe]):
+        c = subprocess.run(cmd, capture_output=True)
+        check(c.returncode == 0, "%s: %s" % (cmd, c.stderr.decode()))
+    r, d = ctx.profile([exe, "0.3"])
+    lines = r.summary_lines()
+    check(len(lines) == 1 and ("unnamed, most in %s: its package's debug symbols" % exe) in lines[0]
+          and "dpkg -S %s" % exe in lines[0], "the summary should name %s as lacking names:\n%s" % (exe, r.describe()))
+    r2, _ = ctx.profile(["sym_stripped", "0.3"])
+    check(all("unnamed" not in l for l in r2.summary_lines()), "a named program got the note:\n%s" % r2.describe())
