@@ -65,8 +65,15 @@ std::string format(const Figures& f) {
     snprintf(b, sizeof b, " | waits %.2f s", f.wait_s);
     s += b;
   }
-  snprintf(b, sizeof b, " | stop %.0f ms (symbols %.0f ms)", f.stop_ms, f.symbolize_ms);
+  snprintf(b, sizeof b, " | stop %.0f ms (symbols %.0f ms", f.stop_ms, f.symbolize_ms);
   s += b;
+  if (f.names_cut) {
+    snprintf(b, sizeof b, ", cut at the time budget: %llu addresses unnamed", (unsigned long long)f.names_cut);
+    s += b;
+  }
+  s += ")";
+  if (!f.unnamed.empty()) s += " | " + f.unnamed;
+  if (!f.who.empty()) s += " | " + f.who;
   return s;
 }
 

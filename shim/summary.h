@@ -30,6 +30,9 @@ struct Figures {
   bool wait_on = false;            // a wait profile was taken
   double wait_s = 0;               // its delay total: the threads' waiting, summed
   double stop_ms = 0, symbolize_ms = 0;
+  uint64_t names_cut = 0;          // addresses left unnamed when the names' time ran out
+  std::string unnamed;              // unnamed::hint, if most of the CPU has no names
+  std::string who;                 // "pid N (parent M): argv" (identity::brief), last on the line
 };
 
 std::string format(const Figures& f);
