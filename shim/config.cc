@@ -12,7 +12,7 @@ const Var kVars[] = {
     {"PROFILE_CPU_HZ", "100", "CPU samples per second of CPU time per thread, 0..10000; 0 = no CPU profile"},
     {"PROFILE_HEAP_SAMPLE", "524288",
      "mean bytes between heap samples, 0..2^40, rounded to a power of two; 0 = no heap profile"},
-    {"PROFILE_WAIT_SAMPLE", "10000000",
+    {"PROFILE_WAIT_SAMPLE", "100000000",
      "nanoseconds of waiting per wait-profile sample, 0..60000000000; 0 = no wait profile"},
     {"PROFILE_STOP_TIMEOUT", "10", "seconds a stop may spend writing before it gives up, 0.1..3600"},
 };

@@ -16,7 +16,7 @@ struct Config {
   uint64_t heap_sample = 524288;  // PROFILE_HEAP_SAMPLE as asked; 0 = no heap profile
   unsigned heap_lg_sample = 19;   // log2 of the period jemalloc really uses
   uint64_t stop_timeout_ms = 10000;  // PROFILE_STOP_TIMEOUT
-  uint64_t wait_sample_ns = 10000000;  // PROFILE_WAIT_SAMPLE; 0 = no wait profile
+  uint64_t wait_sample_ns = 100000000;  // PROFILE_WAIT_SAMPLE (100 ms, docs/CONFIG.md); 0 = no wait profile
 };
 
 using Getenv = const char* (*)(const char*);

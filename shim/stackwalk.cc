@@ -11,6 +11,9 @@
 #include "wrappers.h"
 
 extern "C" void* __tls_get_addr(void*);  // the dynamic loader's: a probe for its address range
+// The wait profile's wrappers (hooks_wait.cc), in a section of their own.
+extern "C" char __start_profshim_wait[] __attribute__((weak, visibility("hidden")));
+extern "C" char __stop_profshim_wait[] __attribute__((weak, visibility("hidden")));
 
 namespace stackwalk {
 namespace {
@@ -217,8 +220,12 @@ void note_unsafe_code() {
 
 bool in_unsafe_code(uint64_t pc) {
   // The frames the shim puts under main and every thread's start routine
-  // hold nothing: every stack of the program passes through them.
+  // hold nothing: every stack of the program passes through them. Nor do
+  // the wait profile's wrappers (hooks_wait.cc) around a blocking call, where
+  // a thread spends most of its life; the engine they call after it
+  // (waits.cc) is outside their section and stays unsafe.
   if (pc >= wrappers::begin() && pc < wrappers::end()) return false;
+  if (pc >= uint64_t(__start_profshim_wait) && pc < uint64_t(__stop_profshim_wait)) return false;
   for (int i = 0; i < g_nunsafe; ++i)
     if (pc >= g_unsafe[i].lo && pc < g_unsafe[i].hi) return true;
   return false;

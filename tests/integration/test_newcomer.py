@@ -158,15 +158,15 @@ def test_a_daemonized_child_takes_the_name(ctx):
         time.sleep(0.2)  # its stop ran before it exited; nothing else is left to write
         got = files_in(d)
         images = 2 if mode == "classic" else 3
-        check(len([f for f in got if f.endswith(".pprof")]) == 2 * images,
-              "%s: %d images should leave %d files: %s" % (mode, images, 2 * images, got))
+        check(len([f for f in got if f.endswith(".pprof")]) == 3 * images,
+              "%s: %d images should leave %d files: %s" % (mode, images, 3 * images, got))
         check(_pid_in(ctx, os.path.join(d, "svc.cpu.pprof")) == daemon,
               "%s: svc.cpu.pprof is not the daemon's (pid %d)" % (mode, daemon))
         prof = ctx.read(os.path.join(d, "svc.cpu.pprof"))
         check(prof.cum("daemon_work", "cpu") >= 0.1e9, "%s: the daemon's work is not in svc.cpu.pprof:\n%s" % (
             mode, prof.cum_table("cpu", 8)))
         root = "svc.daemonize.%d" % p.pid
-        for kind in ("cpu", "heap"):
+        for kind in ("cpu", "heap", "wait"):
             check(root + "." + kind + ".pprof" in got, "%s: the parent's %s profile is not kept as %s: %s" % (
                 mode, kind, root, got))
             check(_pid_in(ctx, os.path.join(d, root + "." + kind + ".pprof")) == p.pid,
@@ -188,7 +188,7 @@ def test_a_later_different_program_keeps_the_roots_files(ctx):
           _pid_in(ctx, os.path.join(d, "svc.heap.pprof")) == pid1,
           "/bin/true replaced the first program's svc.*: %s" % files_in(d))
     true_files = [f for f in files_in(d) if f.startswith("svc.true.")]
-    check(len(true_files) == 2, "/bin/true's profiles should be svc.true.PID.*: %s" % files_in(d))
+    check(len(true_files) == 3, "/bin/true's profiles should be svc.true.PID.*: %s" % files_in(d))
     check(any(f in l for l in later.summary_lines() for f in true_files), "the summary line should name them:\n%s"
           % later.describe())
     again = run(ctx, [ctx.workload("fork_exec"), "after"], env=env)

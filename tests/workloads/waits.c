@@ -20,6 +20,12 @@
 //        waits eintr       a thread blocked in read(), poll() and nanosleep()
 //                          gets a signal whose handler calls write(): with
 //                          and without SA_RESTART; what each call returned
+//        waits sigterm     main blocked in read() of an empty pipe, another
+//                          thread in nanosleep(); a third, blocking every
+//                          signal, sends the process SIGTERM (so one of the
+//                          two blocked threads takes it): the process dies
+//                          of it, or prints "read returned" if read() came
+//                          back instead
 // stdout: what happened (the same as without the shim).
 #define _GNU_SOURCE
 #include <errno.h>
@@ -343,6 +349,34 @@ static int eintr(void) {
   return 0;
 }
 
+// --- sigterm --------------------------------------------------------------
+
+static void* dozer(void* arg) {
+  struct timespec ts = {30, 0};
+  nanosleep(&ts, NULL);
+  return arg;
+}
+
+static void* terminator(void* arg) {
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, NULL);  // so that a blocked thread takes it
+  sleep_ms(300);
+  kill(getpid(), SIGTERM);
+  return arg;
+}
+
+static int sigterm(void) {
+  if (pipe(empty)) return perror("pipe"), 1;
+  pthread_t a, b;
+  pthread_create(&a, NULL, dozer, NULL);
+  pthread_create(&b, NULL, terminator, NULL);
+  char c;
+  ssize_t r = read(empty[0], &c, 1);
+  printf("read returned %zd errno %s\n", r, r < 0 ? strerror(errno) : "0");
+  return 0;
+}
+
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "sites";
   if (argc > 2) seconds = atof(argv[2]);
@@ -351,6 +385,7 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "cancel") == 0) return cancel();
   if (strcmp(mode, "errno") == 0) return errnos();
   if (strcmp(mode, "eintr") == 0) return eintr();
-  fprintf(stderr, "usage: waits sites|cancel|errno|eintr [SECONDS]\n");
+  if (strcmp(mode, "sigterm") == 0) return sigterm();
+  fprintf(stderr, "usage: waits sites|cancel|errno|eintr|sigterm [SECONDS]\n");
   return 2;
 }
