@@ -11,19 +11,24 @@ and peak RSS (os.wait4's rusage), the bytes of the files written, profshim's
 own "stop N ms", and for the probe (tests/bench/probe.c) the stop latency
 measured from inside. Every figure is also a ratio to the plain run of the
 same round. Then a per-thread CPU accuracy check (tests/bench/burn_threads.c,
-8 threads on this machine's cores) of gperftools and profshim, and thread
-create+join and the signal API timed from inside (tests/bench/micro.py).
+8 threads on this machine's cores) of gperftools and profshim, thread
+create+join and the signal API timed from inside (tests/bench/micro.py), and
+what the wait profile costs (tests/bench/waits.py).
 
 Writes OUT/BENCHMARKS.md (regenerated whole) and OUT/benchmarks.json.
 
 usage: tests/bench/bench.py [--build DIR] [--out DIR] [--rounds N] [--smoke]
-                            [--micro-rounds N] [--allow-missing] [--keep]
+                            [--micro-rounds N] [--wait-rounds N] [--only waits]
+                            [--allow-missing] [--keep]
   --out     default docs/ of the repository (smoke: required, never docs/)
   --rounds  counted rounds after the warm-up round (default 7; fewer, but never
             fewer than 5, when another round would end past --budget-min, 22)
   --smoke   one round, one small workload, two configurations, a small probe,
             accuracy and micro run: checks the harness itself in well under a minute
   --micro-rounds  counted rounds of the micro section (default 7)
+  --wait-rounds   counted rounds of the wait-profile section (default 7)
+  --only waits    run the wait-profile section alone; the rest of the page
+            comes from OUT/benchmarks.json of the last full run
   --allow-missing  skip configurations whose Debian package is missing
             (and say so) instead of failing
 Exit status: 0 when every run succeeded (targets missed are reported, not
@@ -70,12 +75,14 @@ CPU_HZ = 100  # profshim's default PROFILE_CPU_HZ
 MIN_ROUNDS = 5  # counted rounds the time budget never cuts below
 ACCURACY_S = 120  # about what the accuracy section takes
 MICRO_S = 60  # about what the micro section takes
+WAITS_S = 420  # about what the wait-profile section takes
 
 
 sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
 from common import find_go  # noqa: E402  (one place decides where go is)
 sys.path.insert(0, HERE)
 import micro  # noqa: E402
+import waits  # noqa: E402
 
 
 # What the benchmark needs from Debian: (package, file that must exist, what for).
@@ -334,6 +341,13 @@ class Bench:
         print("# bench: %s" % msg, file=sys.stderr, flush=True)
 
     def setup(self):
+        self.setup_light()
+        self.probe = self.cc("probe.c", "probe", [])
+        self.burner = self.cc("burn_threads.c", "burn_threads", ["-pthread"])
+        self.perf_note = self.check_perf()
+
+    def setup_light(self):
+        """What every section needs: a snapshot of the shim, the runner, the data directory."""
         lib = os.path.join(self.build, "libprofshim.so")
         if not os.path.isfile(lib):
             raise SystemExit("# bench: %s not found: run `make` first" % lib)
@@ -345,11 +359,8 @@ class Bench:
         self.bin = os.path.join(self.tmp, "bin")
         os.makedirs(self.bin)
         self.runner = self.cc("runner.c", "runner", [])
-        self.probe = self.cc("probe.c", "probe", [])
-        self.burner = self.cc("burn_threads.c", "burn_threads", ["-pthread"])
         self.data = os.path.join(self.tmp, "data")
         os.makedirs(self.data)
-        self.perf_note = self.check_perf()
 
     def cc(self, src, name, extra):
         out = os.path.join(self.bin, name)
@@ -584,7 +595,7 @@ class Bench:
             # further round that would end past the budget (with the accuracy
             # section, about ACCURACY_S, still to run).
             if (not self.smoke and rnd >= MIN_ROUNDS and rnd < rounds
-                    and elapsed + took * 1.1 + ACCURACY_S + MICRO_S > self.args.budget_min * 60):
+                    and elapsed + took * 1.1 + ACCURACY_S + MICRO_S + WAITS_S > self.args.budget_min * 60):
                 self.log("stopping after %d counted rounds of %d: another would pass the %d min budget" % (
                     rnd, rounds, self.args.budget_min))
                 self.budget_cut = (rnd, rounds)
@@ -916,7 +927,7 @@ def render(bench, data):
       "not a sum. For the wrappers it is the program's peak (with heaptrack's or valgrind's in-process "
       "overhead) or the wrapper's own if larger.")
     a("- **files written**: the bytes of every file the configuration left in its output directory "
-      "(profshim: `.cpu.pprof` + `.heap.pprof`; raw engines: gperftools' `cpu.prof` + jemalloc's final "
+      "(profshim: `.cpu.pprof` + `.heap.pprof` + `.wait.pprof`; raw engines: gperftools' `cpu.prof` + jemalloc's final "
       "`jeprof.*.heap`; heaptrack's `.zst`; `perf.data`; `massif.out`).")
     a("- **stop**: for the real workloads, profshim's own summary line (`… | stop N ms (symbols M ms)`), the "
       "time from the stop request to the files written; and the paired active − inert wall difference below. "
@@ -1015,6 +1026,7 @@ def render(bench, data):
     a("")
 
     L.extend(micro.render(data["micro"], fmt_range, md_table))
+    L.extend(waits.render(data.get("waits"), fmt_range, md_table))
 
     # Accuracy
     acc = data["accuracy"]
@@ -1048,7 +1060,7 @@ def render(bench, data):
       "harness built with `gcc -O2 -g -fno-omit-frame-pointer`, `$REPO` = this repository. Every run also has "
       "`LC_ALL=C`, and the harness removes `LD_PRELOAD`, `MALLOC_CONF`, `PROFILE_*`, `CPUPROFILE*` and `PYTHON*` "
       "from its own environment first. stdout goes to `/dev/null`, stderr to a file the harness reads." % (
-          os.path.relpath(os.path.join(bench.build, "libprofshim.so"), REPO)))
+          m["shim"]))
     a("")
     for wl in W:
         a("`%s`:" % wl["key"])
@@ -1161,6 +1173,36 @@ def write_atomic(path, text):
     os.replace(tmp, path)
 
 
+def only_waits(args, out_dir):
+    """--only waits: the wait-profile section measured now, the rest of the
+    page re-rendered from the last full run's benchmarks.json."""
+    json_path = os.path.join(out_dir, "benchmarks.json")
+    try:
+        with open(json_path) as f:
+            data = json.load(f)
+    except (OSError, ValueError) as e:
+        print("# bench: error: --only waits needs the last full run's %s: %s" % (json_path, e), file=sys.stderr)
+        return 2
+    bench = Bench(args)
+    try:
+        bench.setup_light()
+        bench.perf_note, bench.skipped = data.get("perf_event"), data.get("skipped") or {}
+        data["waits"] = waits.run(bench, run_program, 1 if args.smoke else max(1, args.wait_rounds))
+        data["targets"] = [t for t in data["targets"] if not t["workload"].startswith("wait-")] + \
+            waits.targets(data["waits"])
+        write_atomic(json_path, json.dumps(data, indent=1, sort_keys=False) + "\n")
+        write_atomic(os.path.join(out_dir, "BENCHMARKS.md"), render(bench, data) + "\n")
+        bench.log("wrote the wait-profile section into %s" % os.path.join(out_dir, "BENCHMARKS.md"))
+        for t in waits.targets(data["waits"]):
+            bench.log("%-8s %s [%s]: %s" % ("met" if t["met"] else "MISSED", t["target"], t["workload"], t["detail"]))
+    finally:
+        if args.keep:
+            bench.log("temp dir kept: %s" % bench.tmp)
+        else:
+            shutil.rmtree(bench.tmp, ignore_errors=True)
+    return 1 if bench.problems else 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default=os.path.join(REPO, "build"))
@@ -1171,6 +1213,8 @@ def main():
                     help="stop adding counted rounds (but never below %d) when another would end past this" % MIN_ROUNDS)
     ap.add_argument("--accuracy-rounds", type=int, default=3)
     ap.add_argument("--micro-rounds", type=int, default=7)
+    ap.add_argument("--wait-rounds", type=int, default=7)
+    ap.add_argument("--only", choices=["waits"], default=None)
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--allow-missing", action="store_true")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir")
@@ -1181,6 +1225,8 @@ def main():
     if args.rounds < 1:
         ap.error("--rounds must be >= 1")
 
+    if args.only:
+        return only_waits(args, out_dir)
     missing = check_requirements(args.smoke)
     bench = Bench(args)
     if missing:
@@ -1202,6 +1248,7 @@ def main():
         runs = bench.main_rounds()
         acc = bench.accuracy()
         micro_data = micro.run(bench, run_program, 1 if args.smoke else max(1, args.micro_rounds))
+        waits_data = waits.run(bench, run_program, 1 if args.smoke else max(1, args.wait_rounds))
         workloads = analyze(bench, runs)
         data = {
             "schema": 1,
@@ -1224,9 +1271,10 @@ def main():
             "workloads": workloads,
             "accuracy": acc,
             "micro": micro_data,
+            "waits": waits_data,
             "problems": bench.problems,
         }
-        data["targets"] = targets(workloads) + micro.targets(micro_data)
+        data["targets"] = targets(workloads) + micro.targets(micro_data) + waits.targets(waits_data)
         data["notes"] = notes(data)
         data["elapsed_s"] = time.monotonic() - t0
         data["machine"]["load_end"] = " ".join((read_text("/proc/loadavg") or "? ? ?").split()[:3])

@@ -1,7 +1,7 @@
 """`make bench`'s harness (tests/bench/bench.py) still runs and writes a sane
 table: its --smoke mode (one round, one small workload, plain + profshim
-active, the probe, a small accuracy run, a small micro run) into a temp dir,
-never docs/."""
+active, the probe, a small accuracy run, a small micro run, a small
+wait-profile run) into a temp dir, never docs/."""
 
 import json
 import os
@@ -20,6 +20,7 @@ TABLE_COLUMNS = ["configuration", "runs", "wall s", "wall ×plain", "user+sys s"
 PROBE_COLUMNS = ["configuration", "runs", "stop latency ms", "latency ×plain", "latency − plain ms",
                  "user+sys s", "peak RSS MiB", "files written"]
 MICRO_COLUMNS = ["benchmark", "configuration", "runs", "loop s", "loop ×plain", "loop cpu s", "cpu ×plain"]
+WAIT_COLUMNS = ["benchmark", "configuration", "runs", "loop s", "loop cpu s", "loop ×base", "cpu ×base"]
 CELL_RE = re.compile(r"^(-?\d+(?:\.\d+)?)(?: s)? \((-?\d+(?:\.\d+)?)(?: s)?–(-?\d+(?:\.\d+)?)(?: s)?\)$")
 
 
@@ -70,7 +71,7 @@ def test_bench_smoke(ctx):
     ctxmsg = "\n--- BENCHMARKS.md ---\n" + indent(clip(md, 6000))
 
     for section in ("## Targets", "## Results per workload", "## Stop latency", "## Threads and the signal API",
-                    "## Per-thread CPU accuracy", "## Commands"):
+                    "## Wait profile", "## Per-thread CPU accuracy", "## Commands"):
         check(section in md, "no %r section in the smoke BENCHMARKS.md%s" % (section, ctxmsg))
     check("## Problems" not in md, "the smoke run reported problems%s" % ctxmsg)
 
@@ -132,6 +133,20 @@ def test_bench_smoke(ctx):
         if key[1] == "plain":
             check(ratio == 1.0, "plain's own ratio must be 1.000: %r%s" % (r[4], ctxmsg))
     for b in ("threads", "sigapi"):
+        check(any(t["workload"] == b and t["met"] is not None for t in data["targets"]),
+              "no verdict for the %s target in benchmarks.json: %s" % (b, data["targets"]))
+
+    waits = [rows for header, rows in tabs if header == WAIT_COLUMNS]
+    check(len(waits) == 1, "expected the wait profile's table%s" % ctxmsg)
+    wrows = {(r[0], r[1]): r for r in waits[0]}
+    want = {("`%s`" % b, c) for b in ("wait-mutex", "wait-write", "wait-threads")
+            for c in ("plain", "profshim inert", "profshim active, PROFILE_WAIT_SAMPLE=0", "profshim active")}
+    check(set(wrows) == want, "wait rows: %s, want %s%s" % (sorted(wrows), sorted(want), ctxmsg))
+    for key, r in wrows.items():
+        check(r[2] == "1", "wait row %s: runs %r, expected 1%s" % (key, r[2], ctxmsg))
+        loop = cell(r[3], "%s loop" % (key,))[0]
+        check(0 < loop < 30, "wait row %s: loop %.3f s is not sane%s" % (key, loop, ctxmsg))
+    for b in ("wait-mutex", "wait-write", "wait-threads"):
         check(any(t["workload"] == b and t["met"] is not None for t in data["targets"]),
               "no verdict for the %s target in benchmarks.json: %s" % (b, data["targets"]))
 
