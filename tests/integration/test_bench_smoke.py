@@ -141,6 +141,7 @@ def test_bench_smoke(ctx):
     wrows = {(r[0], r[1]): r for r in waits[0]}
     want = {("`%s`" % b, c) for b in ("wait-mutex", "wait-write", "wait-threads")
             for c in ("plain", "profshim inert", "profshim active, PROFILE_WAIT_SAMPLE=0", "profshim active")}
+    want.add(("`wait-threads`", "profshim active, PROFILE_WAIT_SAMPLE=1"))
     check(set(wrows) == want, "wait rows: %s, want %s%s" % (sorted(wrows), sorted(want), ctxmsg))
     for key, r in wrows.items():
         check(r[2] == "1", "wait row %s: runs %r, expected 1%s" % (key, r[2], ctxmsg))
