@@ -4,6 +4,7 @@ CXX      ?= g++
 CC       ?= gcc
 BUILD    := build
 LIB      := $(BUILD)/libprofshim.so
+OPTIONS  := $(BUILD)/profshim-options.tsv
 MULTIARCH := $(shell gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 LIBDIR   := /usr/lib/$(MULTIARCH)
 
@@ -34,7 +35,7 @@ SHIM_LDLIBS  := -Wl,--whole-archive $(BUILD)/jemalloc_pic.a -Wl,--no-whole-archi
 
 .PHONY: all deps test unit integration demo bench bench-smoke clean install
 
-all: $(LIB)
+all: $(LIB) $(OPTIONS)
 
 deps:
 	@scripts/install-deps
@@ -70,6 +71,14 @@ $(LIB): $(SHIM_OBJS) shim/exports.map $(BUILD)/jemalloc_pic.a Makefile scripts/c
 	$(CXX) $(CXXFLAGS) $(SHIM_LDFLAGS) -o $@.tmp $(SHIM_OBJS) $(SHIM_LDLIBS)
 	@scripts/check-exports $@.tmp
 	@mv -f $@.tmp $@  # a process loading the shim never sees a half-written file
+
+# profshim --help is generated from the shim's own option table: this dumps
+# it (shim/config.cc) as tab-separated lines beside the library.
+$(BUILD)/cli/options_dump: cli/options_dump.cc $(BUILD)/shim/config.o shim/config.h
+	@mkdir -p $(dir $@)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -o $@ $< $(BUILD)/shim/config.o
+$(OPTIONS): $(BUILD)/cli/options_dump
+	$< >$@.tmp && mv -f $@.tmp $@
 
 # --- tests -----------------------------------------------------------------
 UNIT_SRCS := $(wildcard tests/unit/*_test.cc)
@@ -116,7 +125,7 @@ $(BUILD)/workloads/uses_zlib: tests/workloads/uses_zlib.c | $(BUILD)/.deps-ok
 	@mkdir -p $(dir $@)
 	$(CC) -O1 -g -fno-omit-frame-pointer -fno-inline -o $@ $< -lz
 
-test: $(LIB) $(UNIT_BINS) $(WORKLOAD_BINS)
+test: $(LIB) $(OPTIONS) $(UNIT_BINS) $(WORKLOAD_BINS)
 	@python3 tests/run.py --build $(BUILD)
 
 demo: $(LIB) $(BUILD)/workloads/demo
@@ -129,6 +138,6 @@ bench: $(LIB) $(WORKLOAD_BINS)
 clean:
 	rm -rf $(BUILD)
 
-install: $(LIB)
+install: $(LIB) $(OPTIONS)
 	install -D -m 0755 $(LIB) $(DESTDIR)/usr/local/lib/libprofshim.so
 	install -D -m 0755 scripts/profshim $(DESTDIR)/usr/local/bin/profshim
