@@ -4,8 +4,12 @@ PT_INTERP; a Go program built without cgo is one), a set-user-ID or
 set-group-ID program or one with file capabilities (the loader's secure
 mode drops LD_PRELOAD). Such a run would end without a profile; the
 operator asked for one (SPEC: a run without evidence is worse than none).
+A Go program built with cgo loads the shim but ends by its own exit_group
+system call, which no hook sees: only a fatal signal (SIGTERM) leaves its
+profiles, so it runs, after a warning.
 
-usage: python3 check_cmd.py PATH     exit 0, or 78 after one error line.
+usage: python3 check_cmd.py PATH     exit 0 (perhaps after one warning
+line), or 78 after one error line.
 Reads only the ELF header, program and section headers (stdlib: the
 command must work where binutils is not installed)."""
 
@@ -86,32 +90,39 @@ def secure_mode(path):
 
 
 def problem(path, depth=0):
-    """One sentence on why the shim will not reach path, or None."""
+    """("error" or "warning", one sentence) on why the shim will not (or
+    not always) reach path, or None."""
     why = secure_mode(path)
     if why:
-        return ("%s is %s: the loader ignores LD_PRELOAD for it, so no profile would be written; "
-                "run it as that user, or profile a copy without the bit" % (path, why))
+        return "error", ("%s is %s: the loader ignores LD_PRELOAD for it, so no profile would be written; "
+                         "run it as that user, or profile a copy without the bit" % (path, why))
     script = interpreter(path)
     if script:
         return problem(script, depth + 1) if depth < 2 and os.path.isfile(script) else None
     is_elf, has_interp, sections = elf_info(path)
-    if not is_elf or has_interp:
+    if not is_elf:
         return None
     if ".go.buildinfo" in sections or ".note.go.buildid" in sections:
-        return ("%s is a Go program built without cgo (statically linked): LD_PRELOAD cannot reach it, "
-                "so no profile would be written; Go's own runtime/pprof writes pprof files" % path)
-    return ("%s is statically linked: LD_PRELOAD cannot reach it, so no profile would be written" % path)
+        if not has_interp:
+            return "error", ("%s is a Go program built without cgo (statically linked): LD_PRELOAD cannot "
+                             "reach it, so no profile would be written; Go's own runtime/pprof writes pprof "
+                             "files" % path)
+        return "warning", ("%s is a Go program: it ends by a system call of its own, so only a fatal signal "
+                           "(SIGTERM, SIGINT) leaves profiles, and the heap profile sees its C allocations, "
+                           "not Go's heap" % path)
+    if not has_interp:
+        return "error", "%s is statically linked: LD_PRELOAD cannot reach it, so no profile would be written" % path
+    return None
 
 
 def main(argv):
     try:
-        why = problem(argv[1])
-    except OSError as e:
-        why = None  # exec will say what is wrong with it
-        del e
-    if why:
-        sys.stderr.write("# profshim: error: %s\n" % why)
-        return EX_CONFIG
+        found = problem(argv[1])
+    except OSError:
+        found = None  # exec will say what is wrong with it
+    if found:
+        sys.stderr.write("# profshim: %s: %s\n" % found)
+        return EX_CONFIG if found[0] == "error" else 0
     return 0
 
 
