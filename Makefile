@@ -33,7 +33,7 @@ SHIM_LDFLAGS := -shared -Wl,--version-script=shim/exports.map \
 SHIM_LDLIBS  := -Wl,--whole-archive $(BUILD)/jemalloc_pic.a -Wl,--no-whole-archive \
                 -ldl -lpthread
 
-.PHONY: all deps test unit integration demo bench bench-smoke clean install
+.PHONY: all deps test unit integration demo bench bench-smoke clean install uninstall deb
 
 all: $(LIB) $(OPTIONS)
 
@@ -138,6 +138,34 @@ bench: $(LIB) $(WORKLOAD_BINS)
 clean:
 	rm -rf $(BUILD)
 
+# --- install, uninstall, a Debian package ----------------------------------
+# The installed profshim finds the library at ../lib and its Python parts
+# and option table at ../share/profshim from where it is; the env files
+# name the installed library.
+PREFIX   ?= /usr/local
+SHAREDIR  = $(DESTDIR)$(PREFIX)/share/profshim
+DOCDIR    = $(DESTDIR)$(PREFIX)/share/doc/profshim
+CLI_SRCS := $(wildcard cli/*.py)
+DOC_SRCS := $(wildcard docs/*.md)
+
 install: $(LIB) $(OPTIONS)
-	install -D -m 0755 $(LIB) $(DESTDIR)/usr/local/lib/libprofshim.so
-	install -D -m 0755 scripts/profshim $(DESTDIR)/usr/local/bin/profshim
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(SHAREDIR)/cli $(DOCDIR)/docs
+	install -m 0644 $(LIB) $(DESTDIR)$(PREFIX)/lib/libprofshim.so
+	install -m 0755 scripts/profshim $(DESTDIR)$(PREFIX)/bin/profshim
+	install -m 0644 $(CLI_SRCS) $(SHAREDIR)/cli/
+	install -m 0644 $(OPTIONS) $(SHAREDIR)/options.tsv
+	for f in profshim.conf profshim.env; do \
+	  sed 's|/usr/local/lib/libprofshim.so|$(PREFIX)/lib/libprofshim.so|g' env/$$f >$(SHAREDIR)/$$f && \
+	  chmod 0644 $(SHAREDIR)/$$f || exit 1; done
+	install -m 0644 README.md $(DOCDIR)/
+	install -m 0644 $(DOC_SRCS) $(DOCDIR)/docs/
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/lib/libprofshim.so $(DESTDIR)$(PREFIX)/bin/profshim
+	rm -rf $(SHAREDIR) $(DOCDIR)
+
+# build/profshim_VERSION_ARCH.deb: `make install PREFIX=/usr` into a staging
+# root, then dpkg-deb (scripts/make-deb says what it depends on and why).
+deb: $(LIB) $(OPTIONS)
+	rm -rf $(BUILD)/deb && $(MAKE) --no-print-directory install PREFIX=/usr DESTDIR=$(abspath $(BUILD))/deb/root
+	scripts/make-deb $(BUILD)
