@@ -135,7 +135,7 @@ def scan(d, prefix=None):
             # STEM.KIND.EXT that is not a profile (NAME.mem.tsv): its image's.
             stem, _, rest = fn.rpartition(".")
             stem = stem.rpartition(".")[0]
-            if stem and rest and os.path.isfile(path):
+            if stem and rest not in ("html", "tmp") and os.path.isfile(path):
                 others.setdefault(stem, []).append(path)
             continue
         stem, kind = sk

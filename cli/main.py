@@ -13,17 +13,18 @@ time, and what else it wrote. One header per session (one run of a root
 program with all it started); the root first, then the largest by CPU.
 Read from the files themselves (their gzip header and comments); needs no
 Go.""",
-    "top": """usage: profshim top [-n N] [-i SAMPLE_INDEX] [--lines] FILE|DIR/NAME [-- PPROF_OPTION...]
+    "top": """usage: profshim top [-n N] [-i SAMPLE_INDEX] [--lines] FILE|DIR/NAME|DIR [-- PPROF_OPTION...]
 
 `go tool pprof -top` on FILE, or on each of DIR/NAME's profiles (NAME.cpu,
-NAME.heap, NAME.wait, ...): the N (default 20) functions with the most
+NAME.heap, NAME.wait, ...; a DIR alone: its latest run's root): the N
+(default 20) functions with the most
 flat time or bytes. -i picks the sample type (heap: inuse_space,
 alloc_space, ...); --lines ranks file:line instead of functions; what
 follows -- goes to pprof as it is.""",
     "diff": """usage: profshim diff [-n N] [-i SAMPLE_INDEX] [--lines] BASE NEW [-- PPROF_OPTION...]
 
 What changed from BASE to NEW: two files of one kind, or DIR/NAME twice
-(each kind both have). CPU and wait profiles are subtracted with
+(each kind both have), or two directories (their latest runs' roots). CPU and wait profiles are subtracted with
 `go tool pprof -base` (counts since the start); a heap profile, the
 state at one moment, with `-diff_base`.""",
     "report": """usage: profshim report [-o FILE.html] [--images N] [--nodes N] DIR|DIR/NAME

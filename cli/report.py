@@ -195,7 +195,7 @@ def main(args, out, err):
             f.write(page)
         os.replace(tmp, dest)
     except OSError as e:
-        err("cannot write %s: %s" % (dest, e))
+        err("cannot write %s: %s (choose another with -o FILE.html)" % (dest, e))
         return 73
     for e in errors:
         sys.stderr.write("# profshim: warning: %s\n" % e)

@@ -2,7 +2,10 @@
 profile of DIR/NAME, and on two runs (-base for profiles that count since
 the start, -diff_base for a heap's state at one moment)."""
 
+import os
+
 import gopprof
+import images
 import pprofile
 
 
@@ -50,7 +53,16 @@ def index_args(path, index):
     return ["-sample_index=" + index] if s.total(index) is not None else None
 
 
-def resolve(target, err):
+def resolve(target, err, out):
+    """{kind: path} of FILE or DIR/NAME; of a DIR, its latest run's root."""
+    if os.path.isdir(target):
+        imgs, _ = images.scan(target)
+        roots = [s.images[0] for s in images.sessions(imgs) if s.root]
+        if not roots:
+            err("%s: no root's profiles here; name one: %s/NAME (profshim ls %s)" % (target, target, target))
+            return {}
+        target = os.path.join(target, roots[0].base)
+        out("# %s: the root of its latest run" % target)
     found = gopprof.profiles_of(target)
     if not found:
         err("%s: no such file, and no %s.KIND.pprof profiles" % (target, target))
@@ -63,7 +75,7 @@ def main(cmd, args, out, err):
     except ValueError as e:
         err("profshim %s: %s" % (cmd, e))
         return 64
-    sets = [resolve(t, err) for t in targets]
+    sets = [resolve(t, err, out) for t in targets]
     if not all(sets):
         return 66
     if cmd == "top":

@@ -108,6 +108,9 @@ def test_top_and_diff_read_real_profiles(ctx):
     cpu, heap = r.stdout_text.split("== heap:")
     check(_cum(cpu, "child_work") and _cum(heap, "child_hold") == "8MB",
           "the child burns in child_work and holds 8 MiB at child_hold:\n%s" % indent(r.stdout_text))
+    r = profshim(ctx, ["top", d])
+    check(r.rc == 0 and "== cpu: %s" % os.path.join(d, "td.cpu.pprof") in r.stdout_text,
+          "top DIR reads the root's files:\n%s" % r.describe())
     r = profshim(ctx, ["top", "-i", "alloc_space", "-n", "3", os.path.join(d, child + ".heap.pprof")])
     check(r.rc == 0 and "Type: alloc_space" in r.stdout_text, "top -i FILE:\n%s" % r.describe())
     r = profshim(ctx, ["diff", os.path.join(d, child), os.path.join(d, parent)])
