@@ -136,7 +136,17 @@ struct Symbols {
   std::vector<symbolize::Result> results;
   std::vector<pprof::Mapping> mappings;
   std::vector<bool> loaded_for_shim;  // per mapping
+  size_t cut = 0;                     // addresses left unnamed at the time budget
 };
+
+// Names may take until a quarter of PROFILE_STOP_TIMEOUT (at least 0.3 s,
+// or half of a shorter one) is left for encoding and writing.
+uint64_t names_deadline(const Context& ctx) {
+  uint64_t budget = ctx.cfg->stop_timeout_ms * 1000000ull;
+  uint64_t reserve = std::max(budget / 4, std::min<uint64_t>(300000000ull, budget / 2));
+  uint64_t end = __atomic_load_n(&ctx.deadline_mono_ns, __ATOMIC_ACQUIRE);
+  return end > reserve ? end - reserve : 1;
+}
 
 void gather(const std::vector<RawSample>& samples, Symbols* sym) {
   for (const auto& s : samples)
@@ -249,8 +259,11 @@ bool emit(pprof::Builder& b, Context& ctx, const char* kind, summary::Figures* f
   return true;
 }
 
-void add_comments(pprof::Builder& b, const Context& ctx, const identity::Identity& who) {
+void add_comments(pprof::Builder& b, const Context& ctx, const identity::Identity& who, const Symbols& sym) {
   b.add_comment(std::string("profshim: stopped by ") + ctx.how);
+  if (sym.cut)
+    b.add_comment("profshim: names stopped at the time budget (PROFILE_STOP_TIMEOUT): " + std::to_string(sym.cut) +
+                  " of " + std::to_string(sym.addrs.size()) + " addresses have none");
   for (const auto& c : identity::comments(who)) b.add_comment(c);
 }
 
@@ -260,7 +273,7 @@ void cpu_profile(Context& ctx, const std::vector<RawSample>& s, const Symbols& s
   pprof::Builder b({{"samples", "count"}, {"cpu", "nanoseconds"}}, {"cpu", "nanoseconds"}, period);
   b.set_default_sample_type("cpu");
   b.set_time(int64_t(ctx.start_real_ns), int64_t(ctx.stop_mono_ns - ctx.start_mono_ns));
-  add_comments(b, ctx, who);
+  add_comments(b, ctx, who, sym);
   fill(b, s, sym, true, who);
   emit(b, ctx, "cpu", f, errors);
 }
@@ -275,7 +288,7 @@ void heap_profile(Context& ctx, const std::vector<RawSample>& s, const Symbols& 
                    {"space", "bytes"}, int64_t(period));
   b.set_default_sample_type("inuse_space");
   b.set_time(int64_t(dump_real_ns), 0);
-  add_comments(b, ctx, who);
+  add_comments(b, ctx, who, sym);
   fill(b, s, sym, false, who);
   emit(b, ctx, "heap", f, errors);
 }
@@ -355,11 +368,12 @@ void run(Context& ctx) {
   uint64_t t_sym = sys::now_ns(CLOCK_MONOTONIC);
   {
     symbolize::Session session(maps);
-    session.lookup(sym.addrs, &sym.results);
+    sym.cut = session.lookup(sym.addrs, &sym.results, names_deadline(ctx));
     sym.mappings = session.mappings();
     sym.loaded_for_shim = session.loaded_for_shim();
   }
   f.symbolize_ms = double(sys::now_ns(CLOCK_MONOTONIC) - t_sym) / 1e6;
+  f.names_cut = sym.cut;
   f.unnamed = unnamed_hint(cpu, sym);
 
   // Pid reuse, a daemon taking NAME, another program's NAME.* (image.h).

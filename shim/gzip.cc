@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -65,7 +66,13 @@ int run_deflate(z_stream* zs, const std::string& in, std::string* out) {
 
 bool load(std::string* err) {
   if (g_loaded) return true;
-  void* h = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
+  // RTLD_DEEPBIND: zlib's calls to its own functions (deflateInit2_ calls
+  // deflateReset through its PLT) bind inside libz, not to a program's
+  // executable that exports a zlib of its own (node links Chromium's zlib
+  // in and exports it: its deflateReset on our libz's state crashed the
+  // stop). zlib allocates only through zalloc/zfree, set to the shim's
+  // malloc in compress, so deep binding never reaches libc's malloc.
+  void* h = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
   if (!h) {
     if (err) *err = std::string("cannot load libz.so.1 (Debian package zlib1g): ") + dlerror();
     return false;
@@ -92,6 +99,8 @@ bool compress(const std::string& in, std::string* out, std::string* err, const s
     return false;
   }
   z_stream zs{};
+  zs.zalloc = [](voidpf, uInt n, uInt size) -> voidpf { return calloc(n, size); };
+  zs.zfree = [](voidpf, voidpf p) { free(p); };
   // 16 + MAX_WBITS asks zlib for the gzip header and trailer, not zlib's own.
   int rc = g_z.deflateInit2_(&zs, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY, ZLIB_VERSION,
                              int(sizeof(z_stream)));

@@ -14,7 +14,8 @@ std::string hint(const std::vector<Leaf>& leaves, const std::vector<std::string>
     bare += l.weight;
     by_mapping[l.mapping] += l.weight;
   }
-  if (total == 0 || bare * 2 <= total) return "";
+  // A profile of a few milliseconds has nothing worth naming.
+  if (total < kMinWeight || bare * 2 <= total) return "";
   int worst = -1;
   uint64_t most = 0;
   for (const auto& [m, w] : by_mapping)

@@ -14,7 +14,9 @@ struct Leaf {
   uint64_t weight = 0;  // the sample's cpu/nanoseconds
 };
 
-// "" unless more than half the weight is in unnamed leaves; else e.g.
+constexpr uint64_t kMinWeight = 20000000;  // 20 ms of CPU
+
+// "" unless the profile holds kMinWeight or more and more than half the weight is in unnamed leaves; else e.g.
 // "cpu 62% unnamed, most in /usr/bin/gzip: its package's debug symbols
 // would name it (dpkg -S /usr/bin/gzip, then PACKAGE-dbgsym or PACKAGE-dbg)".
 std::string hint(const std::vector<Leaf>& leaves, const std::vector<std::string>& mapping_paths);
