@@ -9,7 +9,7 @@ import subprocess
 
 import png
 from cli_helpers import profshim
-from common import check, indent
+from common import check, communicate_bounded, indent
 
 CHROMIUM = "chromium"
 
@@ -25,12 +25,19 @@ def _screenshot(ctx, page):
     check(exe, "chromium is not installed (Debian package chromium; scripts/install-deps installs it)")
     shot = os.path.join(ctx.mkdtemp("shot"), "page.png")
     argv = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+            "--disable-dev-shm-usage",  # a container's /dev/shm is often 64 MiB
             "--user-data-dir=" + ctx.mkdtemp("chromium"), "--window-size=1000,2400",
             "--screenshot=" + shot, "file://" + os.path.abspath(page)]
     env = dict(ctx.env(preload=False), HOME=ctx.mkdtemp("home"))
-    p = subprocess.run(argv, env=env, capture_output=True, timeout=120)
+    # Its own process group: a hang guard kills the zygote and renderers
+    # too, which would otherwise hold the pipes open past the timeout.
+    p = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, start_new_session=True)
+    # A hang guard only (two screenshots must fit the runner's 120 s per test).
+    _, err, hung = communicate_bounded(p, 45)
+    check(not hung, "chromium did not finish within 45 s: killed (%s)" % err.decode(errors="replace")[-2000:])
     check(p.returncode == 0 and os.path.isfile(shot), "chromium could not screenshot %s (%d):\n%s" % (
-        page, p.returncode, p.stderr.decode(errors="replace")[-2000:]))
+        page, p.returncode, err.decode(errors="replace")[-2000:]))
     return shot
 
 
