@@ -58,12 +58,19 @@ def row(img):
         "heap": fmt_value(img.heap_bytes(), "bytes") if final["heap"] else "-",
         "wait": fmt_value(img.wait_ns(), "nanoseconds") if final["wait"] else "-",
         "more": extras(img),
+        "command": clip(img.argv),
     }
+
+
+def clip(text, width=60):
+    """A command line short enough for a terminal's row (the whole one is
+    in the report and in `go tool pprof -comments`)."""
+    return text if len(text) <= width else text[:width - 3] + "..."
 
 
 COLUMNS = [("name", "NAME"), ("program", "PROGRAM"), ("pid", "PID"), ("parent", "PARENT"),
            ("stopped", "STOPPED BY"), ("cpu", "CPU"), ("heap", "HEAP IN USE"), ("wait", "WAIT"),
-           ("more", "MORE")]
+           ("more", "MORE"), ("command", "COMMAND")]
 RIGHT = {"pid", "parent", "cpu", "heap", "wait"}
 
 

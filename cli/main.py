@@ -9,7 +9,8 @@ USAGE = {
 One line per process image whose profiles are in DIR (default: .), or only
 those named NAME and NAME.*: its name (what `profshim top DIR/NAME` takes),
 program, pid, parent, how it stopped, CPU, heap in use at the stop, wait
-time, and what else it wrote. One header per session (one run of a root
+time, what else it wrote and its command line (cut at 60 characters; all
+of it is in the report). One header per session (one run of a root
 program with all it started); the root first, then the largest by CPU.
 Read from the files themselves (their gzip header and comments); needs no
 Go.""",

@@ -28,6 +28,14 @@ def test_ls_lists_every_image_of_a_fork_exec_tree_once(ctx):
     child = [n for n, _, _, line in rows if " exit " in line and "8.0 MiB" in line]
     check(len(child) == 1, "the forked child stopped by exit holding 8 MiB should be one row:\n%s" % indent(
         out.stdout_text))
+    # COMMAND is each image's own command line, from its identity comments:
+    # the forked child's is its parent's; exec gives the next image its own.
+    by_name = {n: line for n, _, _, line in rows}
+    check(by_name["tree"].split("  ")[-1].startswith("/bin/sh -c ")
+          and by_name[child[0]].endswith("fork_exec fork")
+          and sorted(l.split()[-1] for l in by_name.values() if " exec " in l or "fork_exec after" in l)
+          == ["after", "exec"],
+          "COMMAND should be each image's argv:\n%s" % indent(out.stdout_text))
     only = profshim(ctx, ["ls", os.path.join(d, child[0])])
     check([n for n, _, _, _ in ls_rows(only.stdout_text)] == [child[0]],
           "ls DIR/NAME lists NAME's image alone:\n%s" % only.describe())
