@@ -119,6 +119,18 @@ def test_top_and_diff_read_real_profiles(ctx):
     r = profshim(ctx, ["top", d])
     check(r.rc == 0 and "== cpu: %s" % os.path.join(d, "td.cpu.pprof") in r.stdout_text,
           "top DIR reads the root's files:\n%s" % r.describe())
+    root_cpu = os.path.join(d, "td.cpu.pprof")
+    r = profshim(ctx, ["diff", d, d])
+    check(r.rc == 0 and "== cpu: %s -> %s (-base)" % (root_cpu, root_cpu) in r.stdout_text,
+          "diff DIR DIR compares the roots' files:\n%s" % r.describe())
+    # A directory without its root's files says so and names the way out.
+    rootless = ctx.mkdtemp("rootless")
+    for f in os.listdir(d):
+        if f.startswith(child + "."):
+            shutil.copy(os.path.join(d, f), rootless)
+    r = profshim(ctx, ["top", rootless])
+    check(r.rc == 66 and len(r.error_lines()) == 1 and "profshim ls" in r.error_lines()[0],
+          "top on a directory without a root:\n%s" % r.describe())
     r = profshim(ctx, ["top", "-i", "alloc_space", "-n", "3", os.path.join(d, child + ".heap.pprof")])
     check(r.rc == 0 and "Type: alloc_space" in r.stdout_text, "top -i FILE:\n%s" % r.describe())
     r = profshim(ctx, ["diff", os.path.join(d, child), os.path.join(d, parent)])
