@@ -88,17 +88,28 @@ def _fmt(v):
     return ("%d" % v) if float(v).is_integer() else ("%.3g" % v)
 
 
+# The shim's NAME.mem.tsv (docs/CONFIG.md): time (Unix seconds), seconds
+# (since the image began), event (text), then byte columns. Seconds is the
+# better x; neither clock is a series to draw.
+_X_PREFERRED = ("seconds",)
+_NOT_SERIES = ("time", "seconds")
+
+
 def mem_charts(path):
     """A chart per numeric column of a memory-over-time table against its
-    first column (or the row number when that is not a number)."""
+    seconds column (else its first, else the row number); text columns
+    (the event) are left out."""
     header, rows = read_tsv(path)
     if not rows:
         return ""
-    xs = [r[0] for r in rows]
+    xc = next((header.index(c) for c in _X_PREFERRED if c in header), 0)
+    xs = [r[xc] if xc < len(r) else None for r in rows]
     if any(x is None for x in xs):
         xs = list(range(len(rows)))
     out = []
-    for c in range(1, len(header)):
+    for c in range(len(header)):
+        if c == xc or header[c] in _NOT_SERIES:
+            continue
         ys = [r[c] if c < len(r) else None for r in rows]
-        out.append(chart("%s (by %s)" % (header[c], header[0]), xs, ys))
+        out.append(chart("%s (by %s)" % (header[c], header[xc]), xs, ys))
     return "".join(out)

@@ -45,10 +45,13 @@ def _report(ctx):
     d = ctx.mkdtemp("prof")
     r = profshim(ctx, ["run", "-d", d, "-n", "demo", "--", ctx.workload("demo")])
     check(r.rc == 0, "demo under profshim run:\n%s" % r.describe())
-    # Memory over time comes from another branch's writer; a table in its
-    # shape stands for it here.
+    # Memory over time comes from another branch's writer (issue 11); a
+    # table in its documented shape stands for it here.
     with open(os.path.join(d, "demo.mem.tsv"), "w") as f:
-        f.write("t_s\trss_bytes\theap_bytes\n0\t1000\t10\n0.5\t3000\t25\n1\t2000\t40\n")
+        f.write("time\tseconds\tevent\trss_bytes\theap_allocated_bytes\tallocator_mapped_bytes\theap_peak_bytes\n"
+                "1764523000.10\t0.100\tpeak\t1000\t10\t64\t10\n"
+                "1764523000.50\t0.500\tsnapshot 1\t3000\t25\t64\t10\n"
+                "1764523001.00\t1.000\tstop\t2000\t40\t128\t10\n")
     out = os.path.join(ctx.mkdtemp("out"), "demo.html")
     r = profshim(ctx, ["report", os.path.join(d, "demo"), "-o", out])
     check(r.rc == 0 and os.path.isfile(out) and not r.error_lines(), "profshim report:\n%s" % r.describe())
@@ -65,9 +68,10 @@ def test_report_is_self_contained_and_has_the_graphs(ctx):
     check(not fetches, "the page must fetch nothing and run nothing: %s" % sorted(set(fetches)))
     charts = re.findall(r'<figure class="chart"><figcaption>([^<]*)</figcaption>.*?<polyline[^>]* points="([^"]*)"',
                         text, flags=re.S)
-    check("memory over time" in text and [c[0].split(" ")[0] for c in charts] == ["rss_bytes", "heap_bytes"]
-          and all(len(c[1].split()) == 3 for c in charts),
-          "memory over time: one chart of 3 points per column of demo.mem.tsv, got %s" % charts)
+    want = ["rss_bytes", "heap_allocated_bytes", "allocator_mapped_bytes", "heap_peak_bytes"]
+    check("memory over time" in text and [c[0].split(" ")[0] for c in charts] == want
+          and all("(by seconds)" in c[0] and len(c[1].split()) == 3 for c in charts),
+          "memory over time: a chart of 3 points by seconds per byte column of demo.mem.tsv, got %s" % charts)
 
 
 def test_report_renders_its_graph_in_chromium(ctx):
