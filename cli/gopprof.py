@@ -58,6 +58,28 @@ def run(args, timeout=300):
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+_merged = []
+
+
+def merged(files):
+    """One file of several profiles' samples added up (pprof's own merge,
+    written as a profile), or the file itself when there is one."""
+    if len(files) == 1:
+        return files[0]
+    scratch = tempfile.mkdtemp(prefix="profshim-merge-")
+    _merged.append(scratch)
+    dest = os.path.join(scratch, "merged.pb.gz")
+    rc, _, err = run(["-proto", "-output=" + dest] + list(files))
+    if rc != 0 or not os.path.isfile(dest):
+        raise OSError("go tool pprof could not merge %s: %s" % (" ".join(files), err.strip()))
+    return dest
+
+
+def cleanup():
+    while _merged:
+        shutil.rmtree(_merged.pop(), ignore_errors=True)
+
+
 def has_dot():
     return shutil.which("dot") is not None
 

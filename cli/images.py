@@ -57,10 +57,23 @@ class Image:
         fs = self.files.get(kind) or []
         return fs[0] if fs else None
 
-    def total(self, kind, sample_type):
+    def run_files(self, kind):
+        """The files that together hold the whole run of kind. A heap
+        profile is the state at one moment: its final file (else the
+        latest snapshot). A CPU or wait profile counts: each numbered
+        snapshot holds what came since the one before and the final file
+        the rest, so all of them (those PROFILE_SNAPSHOT_KEEP left)."""
         f = self.final(kind)
-        s = f.summary if f else None
-        return s.total(sample_type) if s else None
+        if f is None:
+            return []
+        s = f.summary
+        if s is None or any(t.startswith("inuse_") for t in s.types):
+            return [f]
+        return list(self.files[kind])
+
+    def total(self, kind, sample_type):
+        totals = [f.summary.total(sample_type) if f.summary else None for f in self.run_files(kind)]
+        return None if not totals or None in totals else sum(totals)
 
     @property
     def program(self):

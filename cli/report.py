@@ -72,17 +72,22 @@ def trim_top(text):
     return text
 
 
-def kind_section(kind, path, total_text, nodes):
-    """(html, [errors]) for one profile: its top table and its graph."""
-    s = images.File(path, "", kind, None).summary
+def kind_section(kind, paths, total_text, nodes):
+    """(html, [errors]) for one profile (its files: the final one and the
+    snapshots that hold the rest of the run, merged by pprof): its top
+    table and its graph."""
+    path = paths[0]
+    sums = [images.File(p, "", kind, None).summary for p in paths]
+    names = os.path.basename(path) + ("" if len(paths) == 1 else " and %d snapshot%s" % (
+        len(paths) - 1, "" if len(paths) == 2 else "s"))
     head = "<h3>%s <span class=note>%s, %s</span></h3>" % (
-        html.escape(kind), html.escape(os.path.basename(path)), html.escape(total_text))
-    if s is None:
+        html.escape(kind), html.escape(names), html.escape(total_text))
+    if None in sums:
         return head + "<p class=note>cannot be read</p>", ["%s: cannot be read" % path]
-    if not s.samples or not any(s.totals):
+    if not any(s.samples and any(s.totals) for s in sums):
         return head + "<p class=note>no samples: nothing to show.</p>", []
-    top, e1 = pprof_text(["-top", "-nodecount=25", path])
-    graph, e2 = (pprof_text(["-svg", "-nodecount=%d" % nodes, path]) if gopprof.has_dot()
+    top, e1 = pprof_text(["-top", "-nodecount=25"] + paths)
+    graph, e2 = (pprof_text(["-svg", "-nodecount=%d" % nodes] + paths) if gopprof.has_dot()
                  else (None, gopprof.NO_DOT))
     errs = [("%s: %s" % (path, e)) for ok, e in ((top, e1), (graph, e2)) if ok is None and e]
     parts = [head]
@@ -102,7 +107,8 @@ def image_section(img, nodes):
     for kind in gopprof.ordered(img.files):
         f = img.final(kind)
         total = {"cpu": r["cpu"], "heap": r["heap"] + " in use", "wait": r["wait"]}.get(kind, kind)
-        jobs.append((kind, f.path, total + (" (snapshot %s)" % f.seq if f.seq else "")))
+        paths = [x.path for x in img.run_files(kind)] or [f.path]
+        jobs.append((kind, paths, total + (" (snapshot %s)" % f.seq if f.seq and len(paths) == 1 else "")))
     return summary, jobs
 
 

@@ -66,10 +66,31 @@ def resolve(target, err, out):
     found = gopprof.profiles_of(target)
     if not found:
         err("%s: no such file, and no %s.KIND.pprof profiles" % (target, target))
-    return found
+    return {k: run_files(target, path) for k, path in found.items()}
+
+
+def run_files(target, path):
+    """[path] of a FILE; of DIR/NAME's profile, with the snapshots that
+    hold the rest of its run (images.Image.run_files)."""
+    if os.path.isfile(target):
+        return [path]
+    d, name = os.path.split(target)
+    imgs, _ = images.scan(d or ".", name)
+    for img in imgs:
+        f = next((f for fs in img.files.values() for f in fs if f.path == path), None)
+        if f is not None:
+            return [x.path for x in img.run_files(f.kind)] or [path]
+    return [path]
 
 
 def main(cmd, args, out, err):
+    try:
+        return _main(cmd, args, out, err)
+    finally:
+        gopprof.cleanup()
+
+
+def _main(cmd, args, out, err):
     try:
         pp, index, targets, extra = parse(args, 1 if cmd == "top" else 2)
     except ValueError as e:
@@ -79,7 +100,7 @@ def main(cmd, args, out, err):
     if not all(sets):
         return 66
     if cmd == "top":
-        jobs = [(k, [sets[0][k]], []) for k in gopprof.ordered(sets[0])]
+        jobs = [(k, sets[0][k], []) for k in gopprof.ordered(sets[0])]
     else:
         base, new = sets
         kinds = [k for k in gopprof.ordered(new) if k in base]
@@ -92,20 +113,27 @@ def main(cmd, args, out, err):
             return 66
         jobs = []
         for k in kinds:
-            flag = "-diff_base" if is_snapshot_kind(new[k]) else "-base"
-            jobs.append((k, [new[k]], [flag, base[k]]))
+            flag = "-diff_base" if is_snapshot_kind(new[k][0]) else "-base"
+            jobs.append((k, new[k], [flag, base[k]]))
     status, shown = 0, 0
     for kind, files, pre in jobs:
         ia = index_args(files[0], index)
         if ia is None:
             continue  # this kind has no such sample type
         try:
-            rc, text, errtext = gopprof.run(pre + pp + ia + extra + files)
+            # pprof merges several sources, but takes one -base: a base
+            # with snapshots is merged into one file first.
+            args = [pre[0], gopprof.merged(pre[1])] if pre else []
+            rc, text, errtext = gopprof.run(args + pp + ia + extra + files)
         except gopprof.Missing as e:
             err(str(e))
             return 69
+        except OSError as e:
+            err("profshim %s: %s" % (cmd, e))
+            return 65
         if len(jobs) > 1:
-            out("== %s: %s" % (kind, ("%s -> %s (%s)" % (pre[1], files[0], pre[0])) if pre else files[0]))
+            out("== %s: %s" % (kind, ("%s -> %s (%s)" % (_names(pre[1]), _names(files), pre[0])) if pre
+                                     else _names(files)))
         if rc != 0:
             err("go tool pprof failed on %s:\n%s" % (files[0], errtext.strip()))
             status = 65
@@ -118,3 +146,8 @@ def main(cmd, args, out, err):
         err("profshim %s: no profile of %s has the sample type %s" % (cmd, " ".join(targets), index))
         return 64
     return status
+
+
+def _names(files):
+    return files[0] + ("" if len(files) == 1 else " and %d snapshot%s" % (
+        len(files) - 1, "" if len(files) == 2 else "s"))

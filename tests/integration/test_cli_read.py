@@ -87,6 +87,17 @@ def test_ls_shows_other_kinds_and_snapshots(ctx):
           "the root's row should show heap-peak, 2 snapshots and mem.tsv:\n%s" % indent(out.stdout_text))
     check(re.search(r"heap-peak 8\.0 MiB", rows[child]) and "1 cpu snapshot" in rows[child],
           "the child's heap-peak (8 MiB in use) and its snapshot:\n%s" % indent(out.stdout_text))
+    # A CPU snapshot holds the CPU since the one before, the final file the
+    # rest: the image's CPU is their sum, and top reads them together.
+    one = _decoder().read(os.path.join(d, child + ".cpu.pprof")).total("cpu")
+    check(one > 0 and " %.2f s " % (2 * one / 1e9) in rows[child],
+          "the child's CPU should be its final file's and its snapshot's, %.2f s twice:\n%s" % (
+              one / 1e9, indent(out.stdout_text)))
+    r = profshim(ctx, ["top", os.path.join(d, child)])
+    m = re.search(r"Showing nodes accounting for ([\d.]+)(ms|s)\b", r.stdout_text)
+    got = float(m.group(1)) * (1e6 if m.group(2) == "ms" else 1e9) if m else -1
+    check(r.rc == 0 and "and 1 snapshot\n" in r.stdout_text and abs(got - 2 * one) < 1e6,
+          "top DIR/NAME merges the CPU snapshot (%.0f ms twice):\n%s" % (one / 1e6, r.describe()))
     # An image killed before its stop leaves only snapshots.
     for f in os.listdir(d):  # each kind's final file (a wait profile's too), not the snapshot
         if f.startswith(child + ".") and f.endswith(".pprof") and "." not in f[len(child) + 1:-len(".pprof")]:
