@@ -94,7 +94,7 @@ def test_ls_shows_other_kinds_and_snapshots(ctx):
           "the child's CPU should be its final file's and its snapshot's, %.2f s twice:\n%s" % (
               one / 1e9, indent(out.stdout_text)))
     r = profshim(ctx, ["top", os.path.join(d, child)])
-    m = re.search(r"Showing nodes accounting for ([\d.]+)(ms|s)\b", r.stdout_text)
+    m = re.search(r"Showing nodes accounting for .* of ([\d.]+)(ms|s) total", r.stdout_text)
     got = float(m.group(1)) * (1e6 if m.group(2) == "ms" else 1e9) if m else -1
     check(r.rc == 0 and "and 1 snapshot\n" in r.stdout_text and abs(got - 2 * one) < 1e6,
           "top DIR/NAME merges the CPU snapshot (%.0f ms twice):\n%s" % (one / 1e6, r.describe()))
