@@ -21,7 +21,8 @@ NAME.heap, NAME.wait, ...; a DIR alone: its latest run's root): the N
 (default 20) functions with the most
 flat time or bytes. -i picks the sample type (heap: inuse_space,
 alloc_space, ...); --lines ranks file:line instead of functions; what
-follows -- goes to pprof as it is.""",
+follows -- goes to pprof as it is. A CPU or wait profile's numbered
+snapshots (each the CPU since the one before) are read with it: the run.""",
     "diff": """usage: profshim diff [-n N] [-i SAMPLE_INDEX] [--lines] BASE NEW [-- PPROF_OPTION...]
 
 What changed from BASE to NEW: two files of one kind, or DIR/NAME twice
