@@ -60,9 +60,17 @@ std::string iso_utc(uint64_t real_ns) {
 
 std::string argv_text(const std::string& raw) {
   std::string out;
-  for (size_t at = 0; at < raw.size() && out.size() <= kArgvMax;) {
+  // A program that retitles itself (redis, nginx, PostgreSQL's setproctitle)
+  // writes its title over the arguments' space and pads the rest with NULs,
+  // which read as a run of empty arguments: two or more at the end are that
+  // padding, not arguments (one is kept: `sh -c 'cmd' ''` is real).
+  size_t len = raw.size();
+  size_t nuls = 0;
+  while (nuls < len && raw[len - 1 - nuls] == '\0') ++nuls;
+  if (nuls >= 3) len -= nuls - 1;  // the title's own terminator stays
+  for (size_t at = 0; at < len && out.size() <= kArgvMax;) {
     size_t end = raw.find('\0', at);
-    if (end == std::string::npos) end = raw.size();
+    if (end == std::string::npos || end > len) end = len;
     append_arg(&out, raw.data() + at, end - at);
     at = end + 1;
   }

@@ -17,6 +17,14 @@ TEST(arguments_quoted_where_a_shell_needs_it) {
   CHECK_EQ(identity::argv_text(std::string("p\0two\nlines\0", 12)), std::string("p 'two\\nlines'"));
 }
 
+TEST(a_retitled_programs_padding_is_not_arguments) {
+  // redis-server after setproctitle: its title, then the old arguments' bytes as NULs.
+  CHECK_EQ(identity::argv_text(std::string("redis-server *:7777\0\0\0\0\0\0\0", 26)),
+           std::string("'redis-server *:7777'"));
+  // Two real empty arguments at the end: "a\0\0\0" is a, '', '' (three NULs).
+  CHECK_EQ(identity::argv_text(std::string("a\0\0", 3)), std::string("a ''"));
+}
+
 TEST(long_command_lines_are_cut) {
   std::string raw = "prog";
   for (int i = 0; i < 400; ++i) raw += std::string("\0arg", 4);
