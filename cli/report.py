@@ -106,10 +106,19 @@ def image_section(img, nodes):
     jobs = []
     for kind in gopprof.ordered(img.files):
         f = img.final(kind)
-        total = {"cpu": r["cpu"], "heap": r["heap"] + " in use", "wait": r["wait"]}.get(kind, kind)
+        total = {"cpu": r["cpu"], "heap": r["heap"] + " in use", "wait": r["wait"]}.get(kind) or _total(f)
         paths = [x.path for x in img.run_files(kind)] or [f.path]
         jobs.append((kind, paths, total + (" (snapshot %s)" % f.seq if f.seq and len(paths) == 1 else "")))
     return summary, jobs
+
+
+def _total(f):
+    """Another kind's total in its default sample type (heap-peak: in use)."""
+    s = f.summary
+    if not s or not s.types:
+        return f.kind
+    t = s.default_type
+    return "%s %s" % (ls.fmt_value(s.total(t), s.unit(t)), t)
 
 
 def build(d, prefix, opts):

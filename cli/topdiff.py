@@ -63,24 +63,19 @@ def resolve(target, err, out):
             return {}
         target = os.path.join(target, roots[0].base)
         out("# %s: the root of its latest run" % target)
+    if not os.path.isfile(target):
+        # DIR/NAME: its image's files, the snapshots with them, and the
+        # latest snapshots of an image that never reached its stop.
+        d, name = os.path.split(target)
+        if os.path.isdir(d or "."):
+            imgs, _ = images.scan(d or ".", name)
+            img = next((i for i in imgs if i.base == name), None)
+            if img is not None:
+                return {k: [f.path for f in img.run_files(k)] for k in img.files}
     found = gopprof.profiles_of(target)
     if not found:
         err("%s: no such file, and no %s.KIND.pprof profiles" % (target, target))
-    return {k: run_files(target, path) for k, path in found.items()}
-
-
-def run_files(target, path):
-    """[path] of a FILE; of DIR/NAME's profile, with the snapshots that
-    hold the rest of its run (images.Image.run_files)."""
-    if os.path.isfile(target):
-        return [path]
-    d, name = os.path.split(target)
-    imgs, _ = images.scan(d or ".", name)
-    for img in imgs:
-        f = next((f for fs in img.files.values() for f in fs if f.path == path), None)
-        if f is not None:
-            return [x.path for x in img.run_files(f.kind)] or [path]
-    return [path]
+    return {k: [path] for k, path in found.items()}
 
 
 def main(cmd, args, out, err):

@@ -106,6 +106,9 @@ def test_ls_shows_other_kinds_and_snapshots(ctx):
     rows = {n: line for n, _, _, line in ls_rows(out.stdout_text)}
     check("not stopped (snapshot 3)" in rows.get(child, ""), "an image with only a snapshot:\n%s" % indent(
         out.stdout_text))
+    r = profshim(ctx, ["top", os.path.join(d, child)])
+    check(r.rc == 0 and "Type: cpu" in r.stdout_text and "child_work" in r.stdout_text,
+          "top DIR/NAME of an image that never stopped reads its snapshot:\n%s" % r.describe())
 
 
 _UNITS = {"B": 1, "kB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30}
