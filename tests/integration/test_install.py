@@ -25,8 +25,8 @@ def _run_installed(ctx, exe, lib):
     r = run_program([exe, "run", "-d", d, "-n", "inst", "--", "/usr/bin/env"], env, ctx.mkdtemp("cwd"))
     check(r.rc == 0 and "LD_PRELOAD=%s\n" % lib in r.stdout_text, "the installed profshim should preload %s:\n%s" % (
         lib, r.describe()))
-    check(sorted(os.listdir(d)) == ["inst.cpu.pprof", "inst.heap.pprof"], "profiles from the installed run: %s\n%s" % (
-        os.listdir(d), r.describe()))
+    check(sorted(os.listdir(d)) == ["inst.cpu.pprof", "inst.heap.pprof", "inst.wait.pprof"],
+          "profiles from the installed run: %s\n%s" % (os.listdir(d), r.describe()))
     r = run_program([exe, "ls", d], env, ctx.mkdtemp("cwd"))
     check(r.rc == 0 and [row[0] for row in ls_rows(r.stdout_text)] == ["inst"], "installed ls:\n%s" % r.describe())
     r = run_program([exe, "run", "--help"], env, ctx.mkdtemp("cwd"))
