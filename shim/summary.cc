@@ -63,6 +63,17 @@ std::string format(const Figures& f) {
   if (!f.heap_seen) s += " (the program's own malloc serves it: heap not profiled)";
   snprintf(b, sizeof b, " | stop %.0f ms (symbols %.0f ms)", f.stop_ms, f.symbolize_ms);
   s += b;
+  if (f.snapshots) {
+    snprintf(b, sizeof b, " | %llu snapshot%s: ", (unsigned long long)f.snapshots, f.snapshots == 1 ? "" : "s");
+    s += b + f.first_snapshot;
+    if (f.snapshots > 1) s += " to " + f.last_snapshot;
+    snprintf(b, sizeof b, " (%llu kept)", (unsigned long long)f.snapshots_kept);
+    s += b;
+  }
+  if (f.peaks) {
+    snprintf(b, sizeof b, " | %llu heap peak%s written", (unsigned long long)f.peaks, f.peaks == 1 ? "" : "s");
+    s += b;
+  }
   return s;
 }
 
