@@ -54,6 +54,16 @@ std::string value(int gen, bool may_be_root = true) {
   return b;
 }
 
+// An image that wrote only while running (a snapshot, a heap peak) and was
+// killed has its rows in <stem>.mem.tsv: one row per file of either kind.
+bool taken(const std::string& dir, const std::string& stem) {
+  for (const char* kind : {"cpu.pprof", "heap.pprof", "wait.pprof", "heap-peak.pprof", "mem.tsv"})
+    if (written_this_session(dir + "/" + stem + "." + kind)) return true;
+  return false;
+}
+
+}  // namespace
+
 // Written during this session: modified at or after its start. A second of
 // margin for file systems whose times are coarser than the clock (a file of
 // an earlier session written in the second before this one began is kept
@@ -62,14 +72,6 @@ bool written_this_session(const std::string& path) {
   struct stat st;
   return lstat(path.c_str(), &st) == 0 && (long long)st.st_mtim.tv_sec >= g_start_s - 1;
 }
-
-bool taken(const std::string& dir, const std::string& stem) {
-  for (const char* kind : {"cpu", "heap", "wait"})
-    if (written_this_session(dir + "/" + stem + "." + kind + ".pprof")) return true;
-  return false;
-}
-
-}  // namespace
 
 void setup(const config::Config* cfg, pid_t me) {
   g_cfg = cfg;

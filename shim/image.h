@@ -34,6 +34,10 @@ std::string stem();
 // session is replaced.
 std::string unique_stem(const std::string& dir, const std::string& stem);
 
+// Whether path was modified during this session (an earlier image's file,
+// or this one's), not left by an earlier run.
+bool written_this_session(const std::string& path);
+
 // Whether an exec with this environment starts a profiled image.
 bool env_profiles(char* const envp[]);
 // The environment for an exec: a copy of envp (one malloc'd block, freed
