@@ -13,12 +13,14 @@
 #include "atomic_file.h"
 #include "errline.h"
 #include "gzip.h"
+#include "identity.h"
 #include "image.h"
 #include "pprof.h"
 #include "snapshot.h"
 #include "summary.h"
 #include "symbolize.h"
 #include "sys.h"
+#include "unnamed.h"
 
 namespace finish {
 namespace {
@@ -53,7 +55,17 @@ struct Symbols {
   std::vector<symbolize::Result> results;
   std::vector<pprof::Mapping> mappings;
   std::vector<bool> loaded_for_shim;  // per mapping
+  size_t cut = 0;                     // addresses left unnamed at the time budget
 };
+
+// Names may take until a quarter of PROFILE_STOP_TIMEOUT (at least 0.3 s,
+// or half of a shorter one) is left for encoding and writing.
+uint64_t names_deadline(const Context& ctx) {
+  uint64_t budget = ctx.cfg->stop_timeout_ms * 1000000ull;
+  uint64_t reserve = std::max(budget / 4, std::min<uint64_t>(300000000ull, budget / 2));
+  uint64_t end = __atomic_load_n(&ctx.deadline_mono_ns, __ATOMIC_ACQUIRE);
+  return end > reserve ? end - reserve : 1;
+}
 
 void gather(const std::vector<engine::Sample>& samples, Symbols* sym) {
   for (const auto& s : samples)
@@ -86,7 +98,19 @@ std::vector<uint64_t> add_mappings(pprof::Builder& b, const std::vector<engine::
   return id;
 }
 
-void fill(pprof::Builder& b, const std::vector<engine::Sample>& samples, const Symbols& sym) {
+// Every sample carries its image's pid and program, so the profiles of a
+// process tree merged by pprof still say whose each sample is (-tags,
+// -tagfocus=program=cc1plus).
+std::vector<pprof::Label> image_labels(const identity::Identity& id) {
+  pprof::Label pid, prog;
+  pid.key = "pid", pid.num = id.pid, pid.is_num = true;
+  prog.key = "program", prog.str = id.program;
+  return {pid, prog};
+}
+
+void fill(pprof::Builder& b, const std::vector<engine::Sample>& samples, const Symbols& sym,
+          const identity::Identity& who) {
+  const std::vector<pprof::Label> common = image_labels(who);
   const std::vector<uint64_t> mapping_id = add_mappings(b, samples, sym);
   std::unordered_map<uint64_t, uint64_t> loc;
   for (const auto& s : samples) {
@@ -100,35 +124,55 @@ void fill(pprof::Builder& b, const std::vector<engine::Sample>& samples, const S
       }
       ids.push_back(it->second);
     }
-    b.add_sample(ids, s.values, s.labels);
+    std::vector<pprof::Label> ls = common;
+    ls.insert(ls.end(), s.labels.begin(), s.labels.end());
+    b.add_sample(ids, s.values, ls);
   }
+}
+
+// The CPU part's leaves: whether most of its CPU has no names (unnamed.h).
+std::string unnamed_hint(const engine::Part& cpu, const Symbols& sym) {
+  std::vector<unnamed::Leaf> leaves;
+  for (const auto& s : cpu.samples) {
+    if (s.addrs.empty() || s.values.size() < 2) continue;
+    const symbolize::Result& r = sym.results[sym.index.at(s.addrs[0])];
+    leaves.push_back({r.mapping, !r.frames.empty() && !r.frames[0].name.empty(), uint64_t(s.values[1])});
+  }
+  std::vector<std::string> paths;
+  for (const auto& m : sym.mappings) paths.push_back(m.file);
+  return unnamed::hint(leaves, paths);
 }
 
 // Errors are collected and reported together (a stop says once, in its
 // line, what it could not do, whatever the number of files).
-void emit(const engine::Part& p, const Symbols& sym, const std::string& dir, const std::string& name,
-          const std::string& comment, std::vector<std::string>* files, std::vector<std::string>* errors) {
+void emit(const engine::Part& p, const Symbols& sym, const Target& to, const identity::Identity& who,
+          std::vector<std::string>* files, std::vector<std::string>* errors) {
+  const std::string name = to.stem + to.infix + "." + p.kind + ".pprof";
   pprof::Builder b(p.types, p.period_type, p.period);
   b.set_default_sample_type(p.default_type);
   b.set_time(p.time_ns, p.duration_ns);
-  b.add_comment("profshim: " + comment);
-  fill(b, p.samples, sym);
+  b.add_comment("profshim: " + to.why);
+  if (sym.cut)
+    b.add_comment("profshim: names stopped at the time budget (PROFILE_STOP_TIMEOUT): " + std::to_string(sym.cut) +
+                  " of " + std::to_string(sym.addrs.size()) + " addresses have none");
+  for (const auto& c : identity::comments(who)) b.add_comment(c);
+  fill(b, p.samples, sym, who);
   std::string bad = b.check_valid();
   if (!bad.empty()) {
     errors->push_back(p.kind + " profile is invalid, not written: " + bad);
     return;
   }
   std::string gz, err;
-  if (!gzip::compress(b.encode(), &gz, &err)) {
+  if (!gzip::compress(b.encode(), &gz, &err, image::marker())) {
     errors->push_back("compressing " + name + ": " + err);
     return;
   }
-  err = atomic_file::write(dir, name, gz);
+  err = atomic_file::write(to.dir, name, gz);
   if (!err.empty()) {
     errors->push_back(err);
     return;
   }
-  files->push_back(dir + "/" + name);
+  files->push_back(to.dir + "/" + name);
 }
 
 // Appends what was written so far, as the writer recorded it (signal-safe:
@@ -194,20 +238,24 @@ void collect(engine::Why why, const engine::When& when, Set* set) {
   }
 }
 
-void write(Set& set, const std::string& dir, const std::string& stem, const std::string& infix,
-           const std::string& comment, std::vector<std::string>* files, double* symbolize_ms) {
+void write(Set& set, const Target& to, Written* out) {
   Symbols sym;
   for (const auto& p : set.parts) gather(p.samples, &sym);
   uint64_t t_sym = sys::now_ns(CLOCK_MONOTONIC);
   {
     symbolize::Session session(set.maps);
-    session.lookup(sym.addrs, &sym.results);
+    sym.cut = session.lookup(sym.addrs, &sym.results, to.names_deadline_mono_ns);
     sym.mappings = session.mappings();
     sym.loaded_for_shim = session.loaded_for_shim();
   }
-  if (symbolize_ms) *symbolize_ms = double(sys::now_ns(CLOCK_MONOTONIC) - t_sym) / 1e6;
-  for (const auto& p : set.parts)
-    emit(p, sym, dir, stem + infix + "." + p.kind + ".pprof", comment, files, &set.errors);
+  out->symbolize_ms = double(sys::now_ns(CLOCK_MONOTONIC) - t_sym) / 1e6;
+  out->names_cut = sym.cut;
+  if (const engine::Part* cpu = set.part("cpu")) out->unnamed = unnamed_hint(*cpu, sym);
+  // Read at each set: a program that retitles itself is recorded as it
+  // called itself last.
+  const identity::Identity who = identity::read(image::pid(), to.start_real_ns);
+  out->who = identity::brief(who);
+  for (const auto& p : set.parts) emit(p, sym, to, who, &out->files, &set.errors);
 }
 
 void run(Context& ctx) {
@@ -228,9 +276,19 @@ void run(Context& ctx) {
   when.mono_ns = ctx.stop_mono_ns;
   when.real_ns = sys::now_ns(CLOCK_REALTIME);
   collect(engine::Why::kStop, when, &set);
-  // An earlier image of this session with this pid wrote under this stem.
-  ctx.stem = image::unique_stem(cfg.dir, ctx.stem);
-  write(set, cfg.dir, ctx.stem, "", std::string("stopped by ") + ctx.how, &f.files, &f.symbolize_ms);
+  // Pid reuse, a daemon taking NAME, another program's NAME.* (image.h).
+  ctx.stem = image::final_stem(cfg.dir, ctx.stem);
+  Target to;
+  to.dir = cfg.dir, to.stem = ctx.stem, to.why = std::string("stopped by ") + ctx.how;
+  to.start_real_ns = ctx.start_real_ns;
+  to.names_deadline_mono_ns = names_deadline(ctx);
+  Written w;
+  write(set, to, &w);
+  f.files = std::move(w.files);
+  f.symbolize_ms = w.symbolize_ms;
+  f.names_cut = w.names_cut;
+  f.unnamed = std::move(w.unnamed);
+  f.who = std::move(w.who);
   for (int i = 0; i < n; ++i) {
     const engine::Part* mine = nullptr;
     for (size_t j = 0; j < set.parts.size(); ++j)

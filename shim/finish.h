@@ -53,12 +53,26 @@ struct Set {
 // Every engine that is on gives its part (a peak: the heap's alone).
 void collect(engine::Why why, const engine::When& when, Set* set);
 
-// Writes each part as dir/<stem><infix>.<kind>.pprof (infix: "" or
-// ".<seq>"), every profile commented "profshim: <comment>". The paths
-// written are appended to *files, failures to set->errors; *symbolize_ms
-// (if given) is what symbolizing took.
-void write(Set& set, const std::string& dir, const std::string& stem, const std::string& infix,
-           const std::string& comment, std::vector<std::string>* files, double* symbolize_ms = nullptr);
+// Where a set goes, and what its profiles say of it.
+struct Target {
+  std::string dir, stem, infix;          // dir/<stem><infix>.<kind>.pprof; infix "" or ".<seq>"
+  std::string why;                       // every profile commented "profshim: <why>"
+  uint64_t start_real_ns = 0;            // the image's start, in its identity's comments (identity.h)
+  uint64_t names_deadline_mono_ns = 0;   // addresses past it get no name (0: no bound)
+};
+// What writing a set did.
+struct Written {
+  std::vector<std::string> files;        // the paths written
+  double symbolize_ms = 0;
+  size_t names_cut = 0;                  // addresses left unnamed at the deadline
+  std::string unnamed;                   // unnamed::hint of the CPU part, if most of it has no names
+  std::string who;                       // identity::brief, for a summary line
+};
+
+// Writes each part of the set; every sample carries the image's pid and
+// program labels, every profile its identity's comments. Failures go to
+// set.errors.
+void write(Set& set, const Target& to, Written* out);
 
 // The whole stop, ending with its line.
 void run(Context& ctx);

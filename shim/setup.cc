@@ -78,8 +78,10 @@ void setup(void*) {
     errline::line(("warning: not a profshim variable, ignored: " + unknown + " (see docs/CONFIG.md)").c_str());
   stackwalk::prime();
   stackwalk::note_unsafe_code();
-  if (!symbolize::load_libdw(&err)) fail(err);
+  // zlib first: libdw needs it too, and whoever loads it first decides its
+  // binding (gzip.cc loads it deep-bound).
   if (!gzip::load(&err)) fail(err);
+  if (!symbolize::load_libdw(&err)) fail(err);
   if (cfg().heap_sample) {
     if (!heap::available(&err) || !heap::start(cfg().heap_lg_sample, &err)) fail(err);
   } else {

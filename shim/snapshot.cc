@@ -159,14 +159,16 @@ bool wake_for_peak() {
 
 void begin_image(uint64_t start_mono_ns) {
   g.start_mono = start_mono_ns;
-  g.start_real_s = sys::now_ns(CLOCK_REALTIME) / 1000000000ull;
+  const uint64_t real = sys::now_ns(CLOCK_REALTIME), mono = sys::now_ns(CLOCK_MONOTONIC);
+  const uint64_t start_real = real - (mono > start_mono_ns ? mono - start_mono_ns : 0);
+  g.start_real_s = real / 1000000000ull;
   g.signal_asked.store(false);
   g.pid.store(0);
   g.starting.store(false);
   g.had_worker = false;
   __atomic_store_n(&g.busy, 0, __ATOMIC_SEQ_CST);
   schedule_from(start_mono_ns);
-  snapshot_jobs::begin(g.cfg);
+  snapshot_jobs::begin(g.cfg, start_real);
   memlog::begin(start_mono_ns);
   if (peak::on()) peak::begin(start_mono_ns);
 }

@@ -27,6 +27,7 @@ constexpr uint64_t kMinDumpGapNs = 100 * kMs, kMinWriteGapNs = 1000 * kMs;
 // Touched only by the worker, and by settle() once the worker is halted.
 struct Jobs {
   const config::Config* cfg = nullptr;
+  uint64_t start_real_ns = 0;    // the image's start (its identity's comments)
   std::string stem;              // the image's stem as it runs ("" until the first job)
   bool numbered_known = false;   // the sets of this session under stem looked up
   uint64_t next_seq = 1;
@@ -107,6 +108,13 @@ std::string mib(uint64_t bytes) {
   return b;
 }
 
+finish::Target target(const std::string& infix, const std::string& why) {
+  finish::Target t;
+  t.dir = g->cfg->dir, t.stem = stem(), t.infix = infix, t.why = why;
+  t.start_real_ns = g->start_real_ns;
+  return t;
+}
+
 engine::When now_when() {
   engine::When w;
   w.mono_ns = sys::now_ns(CLOCK_MONOTONIC);
@@ -116,8 +124,9 @@ engine::When now_when() {
 
 void write_peak() {
   uint64_t t0 = sys::now_ns(CLOCK_MONOTONIC);
-  std::vector<std::string> files;
-  finish::write(*g->pending, g->cfg->dir, stem(), "", "heap peak, " + mib(g->pending_inuse) + " in use", &files);
+  finish::Written w;
+  finish::write(*g->pending, target("", "heap peak, " + mib(g->pending_inuse) + " in use"), &w);
+  const std::vector<std::string>& files = w.files;
   uint64_t took = sys::now_ns(CLOCK_MONOTONIC) - t0;
   g->write_ok_ns = t0 + std::max(kMinWriteGapNs, 5 * took);
   if (!g->pending->errors.empty()) say("heap peak not written", g->pending->errors);
@@ -136,9 +145,10 @@ void write_peak() {
 
 }  // namespace
 
-void begin(const config::Config* cfg) {
+void begin(const config::Config* cfg, uint64_t start_real_ns) {
   g = new Jobs();
   g->cfg = cfg;
+  g->start_real_ns = start_real_ns;
 }
 
 void numbered(const char* trigger) {
@@ -146,12 +156,12 @@ void numbered(const char* trigger) {
   uint64_t seq = g->next_seq++;
   finish::Set set;
   finish::collect(engine::Why::kSnapshot, now_when(), &set);
-  std::vector<std::string> files;
   char comment[96];
   snprintf(comment, sizeof comment, "snapshot %llu (%s)", (unsigned long long)seq, trigger);
-  finish::write(set, g->cfg->dir, stem(), "." + std::to_string(seq), comment, &files);
+  finish::Written w;
+  finish::write(set, target("." + std::to_string(seq), comment), &w);
   if (!set.errors.empty()) say(std::string(comment) + " incomplete", set.errors);
-  if (files.empty()) return;
+  if (w.files.empty()) return;
   if (!g->snapshots++) g->first_seq = seq;
   g->last_seq = seq;
   g->kept.push_back(seq);

@@ -14,7 +14,7 @@
 namespace snapshot_jobs {
 
 // An image begins (setup, a fork child): nothing written, numbering unknown.
-void begin(const config::Config* cfg);
+void begin(const config::Config* cfg, uint64_t start_real_ns);
 
 // A numbered set, asked by trigger ("signal", "trigger file", "interval").
 void numbered(const char* trigger);

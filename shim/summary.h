@@ -33,6 +33,9 @@ struct Figures {
   // written (the kept one is among files).
   uint64_t snapshots = 0, snapshots_kept = 0, peaks = 0;
   std::string first_snapshot, last_snapshot;
+  uint64_t names_cut = 0;          // addresses left unnamed when the names' time ran out
+  std::string unnamed;              // unnamed::hint, if most of the CPU has no names
+  std::string who;                 // "pid N (parent M): argv" (identity::brief), last on the line
 };
 
 std::string format(const Figures& f);

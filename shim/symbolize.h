@@ -45,7 +45,9 @@ class Session {
   ~Session();
   // addrs are already adjusted to lie inside the instruction (return
   // addresses minus one). out gets one Result per address, same order.
-  void lookup(const std::vector<uint64_t>& addrs, std::vector<Result>* out);
+  // From deadline_mono_ns on (CLOCK_MONOTONIC; 0: none), addresses not yet
+  // resolved get their mapping and no frames; returns how many did.
+  size_t lookup(const std::vector<uint64_t>& addrs, std::vector<Result>* out, uint64_t deadline_mono_ns = 0);
   // Executable mappings, the main executable first, each with has_* flags
   // true only where every address looked up in it found names / files /
   // lines / inlines.

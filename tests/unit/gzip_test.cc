@@ -2,6 +2,9 @@
 // before gzip::load it refuses, saying why.
 #include "gzip.h"
 
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cstdint>
@@ -97,4 +100,29 @@ TEST(output_is_replaced_not_appended) {
   CHECK(is_gzip(z));
   CHECK(gunzip(z, &back));
   CHECK_EQ(back, std::string("abc"));
+}
+
+// The header's comment carries an image's identity: written by compress,
+// read back from the file's first bytes alone, and invisible to inflate.
+TEST(header_comment_round_trip) {
+  load();
+  std::string z, err, back;
+  const std::string note = "profshim session=1:2 pid=3 alt=run.x.3 exe=/usr/bin/a b";
+  CHECK(gzip::compress(std::string(100000, 'x'), &z, &err, note));
+  CHECK(gunzip(z, &back));
+  CHECK_EQ(back, std::string(100000, 'x'));
+  char path[] = "/tmp/gzip_test_XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  CHECK(write(fd, z.data(), z.size()) == ssize_t(z.size()));
+  close(fd);
+  CHECK_EQ(gzip::header_comment(path), note);
+  CHECK(gzip::compress("abc", &z, &err));  // none asked: none written
+  fd = open(path, O_WRONLY | O_TRUNC);
+  CHECK(write(fd, z.data(), z.size()) == ssize_t(z.size()));
+  close(fd);
+  CHECK_EQ(gzip::header_comment(path), std::string());
+  unlink(path);
+  CHECK_EQ(gzip::header_comment("/nonexistent/x.gz"), std::string());
+  CHECK_EQ(gzip::header_comment("/proc/self/status"), std::string());
 }
