@@ -191,6 +191,54 @@ size_t append_written(const Context& ctx, char* buf, size_t len, size_t cap) {
   return len;
 }
 
+// The snapshot worker's names, kept across its sets (Target::reuse_names):
+// libdw reads a module's DWARF whole at its first address (inflating
+// compressed debug sections: ~100 ms for libc6-dbg's), and every heap
+// stack passes through libc, so a heap-peak file that looked its names up
+// afresh each time cost that much CPU per file. An address keeps its names
+// while the same file stays mapped at the same place. Touched only by the
+// worker's thread (the stop never reuses: it may run while a halted
+// worker's write is still under way).
+struct Named {
+  std::string file;
+  uint64_t start, offset;
+  symbolize::Result result;
+};
+std::unordered_map<uint64_t, Named>* g_named;
+
+void lookup_reusing(symbolize::Session& session, Symbols* sym) {
+  if (!g_named) g_named = new std::unordered_map<uint64_t, Named>();
+  std::vector<uint64_t> known, fresh;
+  for (uint64_t a : sym->addrs) (g_named->count(a) ? known : fresh).push_back(a);
+  std::vector<symbolize::Result> kr, fr;
+  session.lookup(fresh, &fr);
+  session.lookup(known, &kr, 1);  // a deadline passed: the mapping alone, no DWARF read
+  const std::vector<pprof::Mapping>& maps = session.mappings();
+  std::unordered_map<uint64_t, const symbolize::Result*> by_addr;
+  for (size_t i = 0; i < fresh.size(); ++i) {
+    by_addr[fresh[i]] = &fr[i];
+    const symbolize::Result& r = fr[i];
+    if (r.mapping >= 0 && !r.frames.empty())
+      (*g_named)[fresh[i]] = Named{maps[r.mapping].file, maps[r.mapping].start, maps[r.mapping].offset, r};
+  }
+  for (size_t i = 0; i < known.size(); ++i) {
+    symbolize::Result& r = kr[i];
+    auto it = g_named->find(known[i]);
+    const Named& n = it->second;
+    if (r.mapping >= 0 && maps[r.mapping].file == n.file && maps[r.mapping].start == n.start &&
+        maps[r.mapping].offset == n.offset) {
+      const int m = r.mapping;
+      r = n.result;
+      r.mapping = m;
+    } else {
+      g_named->erase(it);  // another file there now: named afresh by the next set
+    }
+    by_addr[known[i]] = &r;
+  }
+  sym->results.clear();
+  for (uint64_t a : sym->addrs) sym->results.push_back(*by_addr[a]);
+}
+
 }  // namespace
 
 void report_failure(Context& ctx, const char* why) {
@@ -244,7 +292,10 @@ void write(Set& set, const Target& to, Written* out) {
   uint64_t t_sym = sys::now_ns(CLOCK_MONOTONIC);
   {
     symbolize::Session session(set.maps);
-    sym.cut = session.lookup(sym.addrs, &sym.results, to.names_deadline_mono_ns);
+    if (to.reuse_names)
+      lookup_reusing(session, &sym);
+    else
+      sym.cut = session.lookup(sym.addrs, &sym.results, to.names_deadline_mono_ns);
     sym.mappings = session.mappings();
     sym.loaded_for_shim = session.loaded_for_shim();
   }

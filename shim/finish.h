@@ -59,6 +59,7 @@ struct Target {
   std::string why;                       // every profile commented "profshim: <why>"
   uint64_t start_real_ns = 0;            // the image's start, in its identity's comments (identity.h)
   uint64_t names_deadline_mono_ns = 0;   // addresses past it get no name (0: no bound)
+  bool reuse_names = false;               // the snapshot worker's sets: names kept from its earlier sets
 };
 // What writing a set did.
 struct Written {

@@ -112,6 +112,7 @@ finish::Target target(const std::string& infix, const std::string& why) {
   finish::Target t;
   t.dir = g->cfg->dir, t.stem = stem(), t.infix = infix, t.why = why;
   t.start_real_ns = g->start_real_ns;
+  t.reuse_names = true;
   return t;
 }
 
