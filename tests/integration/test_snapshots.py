@@ -9,6 +9,7 @@ used by its own clock.
 """
 
 import os
+import re
 import signal
 import subprocess
 import time
@@ -144,6 +145,43 @@ def test_no_peak_file_below_the_floor_or_for_a_short_image(ctx):
         have = os.path.exists(os.path.join(d, "run.heap-peak.pprof"))
         check(have == want, "%s: heap-peak file %s; dir has %s\n%s" % (
             what, "written" if have else "missing", sorted(os.listdir(d)), r.describe()))
+
+
+def test_peak_file_removed_when_the_final_heap_says_the_same_and_memory_rows(ctx):
+    """A heap that climbs to 200 MiB in hold_here and stays there: a peak
+    file is written while it runs (the summary counts it, mem.tsv has its
+    row), and a normal stop removes it (the final heap profile holds as
+    much). PROFILE_MEM_HZ=10 gives tick rows whose allocator figures match
+    what the program holds."""
+    d = ctx.mkdtemp("prof")
+    r = start(ctx, ["climber", "0", "200", "0"], env=prof_env(ctx, d, PROFILE_PEAK_AFTER="0", PROFILE_MEM_HZ="10"))
+    r.wait_for(r"^ready$", timeout=60)
+    time.sleep(2)
+    r.kill(signal.SIGTERM)
+    r.wait()
+    check(r.status.is_signal(signal.SIGTERM), "want death by SIGTERM, got %s\n%s" % (r.status, r.describe()))
+    held = truths(r)["hold_here"]["inuse_space"]
+    wrote = r.wrote_lines()
+    check(len(wrote) == 1 and re.search(r" \| \d+ heap peaks? written", wrote[0]),
+          "the summary line should count the peak file written while running\n%s" % r.describe())
+    check(not os.path.exists(os.path.join(d, "run.heap-peak.pprof")),
+          "the final heap profile holds as much as the peak: the peak file should be gone; dir has %s\n%s" % (
+              sorted(os.listdir(d)), r.describe()))
+    rows = [l.split("\t") for l in open(os.path.join(d, "run.mem.tsv")).read().splitlines()]
+    head, rows = rows[0], rows[1:]
+    check(head == ["time", "seconds", "event", "rss_bytes", "heap_allocated_bytes", "allocator_mapped_bytes",
+                   "heap_peak_bytes"], "run.mem.tsv header: %s" % head)
+    events = [row[2] for row in rows]
+    ticks = [row for row in rows if row[2] == "tick"]
+    check(len(ticks) >= 10 and "peak" in events and events[-1] == "stop",
+          "want >= 10 tick rows over 2 s at PROFILE_MEM_HZ=10, a peak row and a stop row last: %s" % events)
+    last = ticks[-1]
+    rss, alloc, mapped, peak_bytes = (int(x) for x in last[3:7])
+    check(held <= alloc <= held * 1.1 and alloc <= mapped and held <= rss,
+          "last tick row: heap_allocated %d, mapped %d, rss %d; the program holds %d" % (alloc, mapped, rss, held))
+    check(0.8 * held <= peak_bytes <= 1.2 * held, "heap_peak_bytes %d, the program's top %d" % (peak_bytes, held))
+    secs = [float(row[1]) for row in rows]
+    check(secs == sorted(secs), "rows out of order: %s" % secs)
 
 
 def _burn(ctx, d, **vars):
