@@ -191,25 +191,34 @@ size_t append_written(const Context& ctx, char* buf, size_t len, size_t cap) {
   return len;
 }
 
-// The snapshot worker's names, kept across its sets (Target::reuse_names):
+}  // namespace
+
+// The snapshot worker's names, kept across its sets (Target::names):
 // libdw reads a module's DWARF whole at its first address (inflating
 // compressed debug sections: ~100 ms for libc6-dbg's), and every heap
 // stack passes through libc, so a heap-peak file that looked its names up
 // afresh each time cost that much CPU per file. An address keeps its names
-// while the same file stays mapped at the same place. Touched only by the
-// worker's thread (the stop never reuses: it may run while a halted
-// worker's write is still under way).
-struct Named {
-  std::string file;
-  uint64_t start, offset;
-  symbolize::Result result;
+// while the same file stays mapped at the same place. One per image, the
+// worker's alone: the stop never uses it (it may run while a halted
+// worker's write is still under way), and a fork child makes its own (the
+// parent's may have been mid-update at the fork).
+struct NameCache {
+  struct Named {
+    std::string file;
+    uint64_t start, offset;
+    symbolize::Result result;
+  };
+  std::unordered_map<uint64_t, Named> by_addr;
 };
-std::unordered_map<uint64_t, Named>* g_named;
 
-void lookup_reusing(symbolize::Session& session, Symbols* sym) {
-  if (!g_named) g_named = new std::unordered_map<uint64_t, Named>();
+NameCache* new_name_cache() { return new NameCache(); }
+
+namespace {
+
+void lookup_reusing(symbolize::Session& session, NameCache* cache, Symbols* sym) {
+  auto* named = &cache->by_addr;
   std::vector<uint64_t> known, fresh;
-  for (uint64_t a : sym->addrs) (g_named->count(a) ? known : fresh).push_back(a);
+  for (uint64_t a : sym->addrs) (named->count(a) ? known : fresh).push_back(a);
   std::vector<symbolize::Result> kr, fr;
   session.lookup(fresh, &fr);
   session.lookup(known, &kr, 1);  // a deadline passed: the mapping alone, no DWARF read
@@ -219,19 +228,19 @@ void lookup_reusing(symbolize::Session& session, Symbols* sym) {
     by_addr[fresh[i]] = &fr[i];
     const symbolize::Result& r = fr[i];
     if (r.mapping >= 0 && !r.frames.empty())
-      (*g_named)[fresh[i]] = Named{maps[r.mapping].file, maps[r.mapping].start, maps[r.mapping].offset, r};
+      (*named)[fresh[i]] = NameCache::Named{maps[r.mapping].file, maps[r.mapping].start, maps[r.mapping].offset, r};
   }
   for (size_t i = 0; i < known.size(); ++i) {
     symbolize::Result& r = kr[i];
-    auto it = g_named->find(known[i]);
-    const Named& n = it->second;
+    auto it = named->find(known[i]);
+    const NameCache::Named& n = it->second;
     if (r.mapping >= 0 && maps[r.mapping].file == n.file && maps[r.mapping].start == n.start &&
         maps[r.mapping].offset == n.offset) {
       const int m = r.mapping;
       r = n.result;
       r.mapping = m;
     } else {
-      g_named->erase(it);  // another file there now: named afresh by the next set
+      named->erase(it);  // another file there now: named afresh by the next set
     }
     by_addr[known[i]] = &r;
   }
@@ -292,8 +301,8 @@ void write(Set& set, const Target& to, Written* out) {
   uint64_t t_sym = sys::now_ns(CLOCK_MONOTONIC);
   {
     symbolize::Session session(set.maps);
-    if (to.reuse_names)
-      lookup_reusing(session, &sym);
+    if (to.names)
+      lookup_reusing(session, to.names, &sym);
     else
       sym.cut = session.lookup(sym.addrs, &sym.results, to.names_deadline_mono_ns);
     sym.mappings = session.mappings();

@@ -53,13 +53,18 @@ struct Set {
 // Every engine that is on gives its part (a peak: the heap's alone).
 void collect(engine::Why why, const engine::When& when, Set* set);
 
+// Names found for earlier sets, reused while their file stays mapped
+// there (finish.cc says why). Used by one thread at a time.
+struct NameCache;
+NameCache* new_name_cache();
+
 // Where a set goes, and what its profiles say of it.
 struct Target {
   std::string dir, stem, infix;          // dir/<stem><infix>.<kind>.pprof; infix "" or ".<seq>"
   std::string why;                       // every profile commented "profshim: <why>"
   uint64_t start_real_ns = 0;            // the image's start, in its identity's comments (identity.h)
   uint64_t names_deadline_mono_ns = 0;   // addresses past it get no name (0: no bound)
-  bool reuse_names = false;               // the snapshot worker's sets: names kept from its earlier sets
+  NameCache* names = nullptr;             // the snapshot worker's: names kept from its earlier sets
 };
 // What writing a set did.
 struct Written {

@@ -28,6 +28,7 @@ constexpr uint64_t kMinDumpGapNs = 100 * kMs, kMinWriteGapNs = 1000 * kMs;
 struct Jobs {
   const config::Config* cfg = nullptr;
   uint64_t start_real_ns = 0;    // the image's start (its identity's comments)
+  finish::NameCache* names = nullptr;  // names of its earlier sets (finish.h)
   std::string stem;              // the image's stem as it runs ("" until the first job)
   bool numbered_known = false;   // the sets of this session under stem looked up
   uint64_t next_seq = 1;
@@ -112,7 +113,7 @@ finish::Target target(const std::string& infix, const std::string& why) {
   finish::Target t;
   t.dir = g->cfg->dir, t.stem = stem(), t.infix = infix, t.why = why;
   t.start_real_ns = g->start_real_ns;
-  t.reuse_names = true;
+  t.names = g->names;
   return t;
 }
 
@@ -150,6 +151,7 @@ void begin(const config::Config* cfg, uint64_t start_real_ns) {
   g = new Jobs();
   g->cfg = cfg;
   g->start_real_ns = start_real_ns;
+  g->names = finish::new_name_cache();
 }
 
 void numbered(const char* trigger) {
