@@ -18,8 +18,8 @@ const Var kVars[] = {
     {"PROFILE_PEAK_FLOOR", "64M",
      "heap in use below which no NAME.heap-peak.pprof is written, bytes (suffix K, M or G); 0 = none"},
     {"PROFILE_PEAK_AFTER", "10", "seconds an image runs before its first heap-peak file, 0..86400"},
-    {"PROFILE_INTERVAL", "(off)", "a snapshot every such duration while running: 1s..30d, as 30s, 5m, 1h"},
-    {"PROFILE_SNAPSHOT_SIGNAL", "(off)", "a signal that asks for a snapshot, as USR2 or RTMIN+3"},
+    {"PROFILE_INTERVAL", "0", "a snapshot every such duration while running: 1s..30d, as 30s, 5m, 1h; 0 = none"},
+    {"PROFILE_SNAPSHOT_SIGNAL", "0", "a signal that asks for a snapshot, as USR2 or RTMIN+3; 0 = none"},
     {"PROFILE_SNAPSHOT_TRIGGER", "0", "1: touching DIR/NAME.snapshot asks for a snapshot (polled each second)"},
     {"PROFILE_SNAPSHOT_KEEP", "10", "numbered snapshot sets left on disk, oldest removed first, 1..100000"},
     {"PROFILE_MEM_HZ", "0", "rows of NAME.mem.tsv per second besides one per snapshot and peak, 0..100"},
@@ -216,7 +216,7 @@ std::string parse(Getenv get, Config* out) {
     c.interval_ms = std::strcmp(s, "0") == 0 ? 0 : v;
   }
   if (const char* s = get("PROFILE_SNAPSHOT_SIGNAL")) {
-    if (!(c.snapshot_signal = snapshot_signal_number(s)))
+    if (std::strcmp(s, "0") != 0 && !(c.snapshot_signal = snapshot_signal_number(s)))
       return bad("PROFILE_SNAPSHOT_SIGNAL", s,
                  "a signal name such as USR2, HUP or RTMIN+3 (one that ends a process by default, "
                  "not a fault, not the shim's own SIGRTMAX-4)");

@@ -156,7 +156,18 @@ def test_peak_file_removed_when_the_final_heap_says_the_same_and_memory_rows(ctx
     d = ctx.mkdtemp("prof")
     r = start(ctx, ["climber", "0", "200", "0"], env=prof_env(ctx, d, PROFILE_PEAK_AFTER="0", PROFILE_MEM_HZ="10"))
     r.wait_for(r"^ready$", timeout=60)
-    time.sleep(2)
+    t_ready = time.monotonic()
+    tsv = os.path.join(d, "run.mem.tsv")
+    # The peak file at the top: the first one comes at the floor, the next
+    # when due (a second after it, or five times what it took: longer on a
+    # loaded machine). Then at least 2 s of tick rows.
+    deadline = t_ready + 30
+    while time.monotonic() < deadline:
+        rows = [l.split("\t") for l in open(tsv).read().splitlines()[1:]] if os.path.exists(tsv) else []
+        if any(row[2] == "peak" and int(row[6]) >= 200 * MiB * 0.8 for row in rows):
+            break
+        time.sleep(0.1)
+    time.sleep(max(0.0, t_ready + 2 - time.monotonic()))
     r.kill(signal.SIGTERM)
     r.wait()
     check(r.status.is_signal(signal.SIGTERM), "want death by SIGTERM, got %s\n%s" % (r.status, r.describe()))

@@ -134,10 +134,12 @@ TEST(running_variables_defaults_and_values) {
   CHECK(c.snapshot_trigger);
   CHECK_EQ(c.snapshot_keep, 3u);
   CHECK_EQ(c.mem_millihz, uint64_t(100));
-  CHECK_EQ(parse_with({{"PROFILE_DIR", "d"}, {"PROFILE_PEAK_FLOOR", "0"}, {"PROFILE_INTERVAL", "0"}}, &c),
+  CHECK_EQ(parse_with({{"PROFILE_DIR", "d"}, {"PROFILE_PEAK_FLOOR", "0"}, {"PROFILE_INTERVAL", "0"},
+                       {"PROFILE_SNAPSHOT_SIGNAL", "0"}}, &c),
            std::string());
   CHECK_EQ(c.peak_floor, uint64_t(0));
   CHECK_EQ(c.interval_ms, uint64_t(0));
+  CHECK_EQ(c.snapshot_signal, 0);
   const char* durations[][2] = {{"500ms", ""}, {"1000ms", "1000"}, {"30s", "30000"}, {"5m", "300000"},
                                 {"1h", "3600000"}, {"2d", "172800000"}, {"30d", "2592000000"}};
   for (auto& d : durations) {
