@@ -322,18 +322,22 @@ void run(Context& ctx) {
   gather(cpu, &sym);
   gather(mem, &sym);
   uint64_t t_sym = sys::now_ns(CLOCK_MONOTONIC);
-  {
-    symbolize::Session session(maps);
-    session.lookup(sym.addrs, &sym.results);
-    sym.mappings = session.mappings();
-    sym.loaded_for_shim = session.loaded_for_shim();
-  }
+  symbolize::Session session(maps, true, cfg.dir);
+  session.lookup(sym.addrs, &sym.results);
+  sym.mappings = session.mappings();
+  sym.loaded_for_shim = session.loaded_for_shim();
   f.symbolize_ms = double(sys::now_ns(CLOCK_MONOTONIC) - t_sym) / 1e6;
 
   // An earlier image of this session with this pid wrote under this stem.
   ctx.stem = image::unique_stem(cfg.dir, ctx.stem);
   if (cfg.cpu_hz) cpu_profile(ctx, cpu, sym, &f, &errors);
   if (have_heap) heap_profile(ctx, mem, sym, dump.period, dump_real_ns, &f, &errors);
+  // What this image looked up, for the images after it: once its own
+  // profiles are written (and not when none could be).
+  if (!f.files.empty()) session.keep();
+  f.symbols_cached = session.cache_stats().cached;
+  f.symbols_looked_up = session.cache_stats().looked_up;
+  if (!session.error().empty()) errors.push_back("symbols: " + session.error());
 
   sampler::Stats st = sampler::stats();
   f.samples = st.expirations;

@@ -63,6 +63,11 @@ std::string format(const Figures& f) {
   if (!f.heap_seen) s += " (the program's own malloc serves it: heap not profiled)";
   snprintf(b, sizeof b, " | stop %.0f ms (symbols %.0f ms)", f.stop_ms, f.symbolize_ms);
   s += b;
+  if (f.symbols_cached + f.symbols_looked_up) {
+    snprintf(b, sizeof b, " | %llu of %llu addresses from the symbol cache", (unsigned long long)f.symbols_cached,
+             (unsigned long long)(f.symbols_cached + f.symbols_looked_up));
+    s += b;
+  }
   return s;
 }
 

@@ -16,6 +16,7 @@
 
 #include "pprof.h"
 #include "procmaps.h"
+#include "symbolize_cache.h"
 
 namespace symbolize {
 namespace internal {
@@ -95,6 +96,11 @@ struct ModInfo {
   bool syms_loaded = false;
   std::vector<FuncSym> syms;  // sorted by start, one per start
   DwarfState dwarf;
+  // The files libdw's callbacks opened or looked for, for the symbol cache;
+  // false when one could not be opened for a reason that may pass (no
+  // descriptor left, say): then what was found is not kept.
+  std::vector<cache::Witness> witnesses;
+  bool cache_ok = true;
 };
 
 // Demangles once per distinct symbol.

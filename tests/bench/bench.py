@@ -266,9 +266,12 @@ def run_program(runner, argv, env, cwd, stdin_path=None, timeout=300, pass_fds=(
 
 
 def dir_files(d):
-    """(count, bytes, names) of the files under d."""
+    """(count, bytes, names) of the files under d, profshim's symbol cache
+    (a hidden directory the images of a session share) left out."""
     n, size, names = 0, 0, []
-    for root, _, files in os.walk(d):
+    for root, dirs, files in os.walk(d):
+        if ".profshim-symbols" in dirs:
+            dirs.remove(".profshim-symbols")
         for f in files:
             try:
                 size += os.path.getsize(os.path.join(root, f))
