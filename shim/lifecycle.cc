@@ -31,7 +31,6 @@
 #include "sigmask.h"
 #include "signals.h"
 #include "stack.h"
-#include "symbolize.h"
 #include "sys.h"
 #include "stackwalk.h"
 
@@ -339,7 +338,6 @@ void setup(void*) {
   begin_image();
   stackwalk::prime();
   stackwalk::note_unsafe_code();
-  if (!symbolize::load_libdw(&err)) fail(err);
   if (!gzip::load(&err)) fail(err);
   if (cfg().heap_sample) {
     if (!heap::available(&err) || !heap::start(cfg().heap_lg_sample, &err)) fail(err);
