@@ -77,8 +77,8 @@ UNIT_BINS := $(patsubst tests/unit/%.cc,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
 # Unit tests link the shim's pure objects directly (no preload): the
 # encoders, the writer, the parsers and the symbolizer (unload.o reaches the
 # sampler, the heap and recover only through weak references).
-CORE_OBJS := $(addprefix $(BUILD)/shim/,atomic_file.o config.o exp_log.o gzip.o heap_dump.o pb.o pprof.o \
-               procmaps.o summary.o sys.o unload.o) $(filter $(BUILD)/shim/symbolize%,$(SHIM_OBJS))
+CORE_OBJS := $(addprefix $(BUILD)/shim/,atomic_file.o config.o exp_log.o gzip.o heap_dump.o identity.o pb.o pprof.o \
+               procmaps.o summary.o sys.o unload.o unnamed.o) $(filter $(BUILD)/shim/symbolize%,$(SHIM_OBJS))
 
 $(BUILD)/tests/unit/%: tests/unit/%.cc $(CORE_OBJS) tests/unit/check.h $(wildcard tests/fixtures/*.h) | $(BUILD)/.deps-ok
 	@mkdir -p $(dir $@)

@@ -16,14 +16,16 @@
 #include "gzip.h"
 #include "heap.h"
 #include "heap_dump.h"
+#include "identity.h"
 #include "image.h"
 #include "pprof.h"
 #include "procmaps.h"
 #include "sampler.h"
 #include "summary.h"
+#include "stackwalk.h"
 #include "symbolize.h"
 #include "sys.h"
-#include "stackwalk.h"
+#include "unnamed.h"
 #include "wrappers.h"
 
 namespace finish {
@@ -134,7 +136,17 @@ struct Symbols {
   std::vector<symbolize::Result> results;
   std::vector<pprof::Mapping> mappings;
   std::vector<bool> loaded_for_shim;  // per mapping
+  size_t cut = 0;                     // addresses left unnamed at the time budget
 };
+
+// Names may take until a quarter of PROFILE_STOP_TIMEOUT (at least 0.3 s,
+// or half of a shorter one) is left for encoding and writing.
+uint64_t names_deadline(const Context& ctx) {
+  uint64_t budget = ctx.cfg->stop_timeout_ms * 1000000ull;
+  uint64_t reserve = std::max(budget / 4, std::min<uint64_t>(300000000ull, budget / 2));
+  uint64_t end = __atomic_load_n(&ctx.deadline_mono_ns, __ATOMIC_ACQUIRE);
+  return end > reserve ? end - reserve : 1;
+}
 
 void gather(const std::vector<RawSample>& samples, Symbols* sym) {
   for (const auto& s : samples)
@@ -167,7 +179,19 @@ std::vector<uint64_t> add_mappings(pprof::Builder& b, const std::vector<RawSampl
   return id;
 }
 
-void fill(pprof::Builder& b, const std::vector<RawSample>& samples, const Symbols& sym, bool labels) {
+// Every sample carries its image's pid and program, so the profiles of a
+// process tree merged by pprof still say whose each sample is (-tags,
+// -tagfocus=program=cc1plus).
+std::vector<pprof::Label> image_labels(const identity::Identity& id) {
+  pprof::Label pid, prog;
+  pid.key = "pid", pid.num = id.pid, pid.is_num = true;
+  prog.key = "program", prog.str = id.program;
+  return {pid, prog};
+}
+
+void fill(pprof::Builder& b, const std::vector<RawSample>& samples, const Symbols& sym, bool labels,
+          const identity::Identity& who) {
+  const std::vector<pprof::Label> common = image_labels(who);
   const std::vector<uint64_t> mapping_id = add_mappings(b, samples, sym);
   std::unordered_map<uint64_t, uint64_t> loc;
   std::unordered_map<uint32_t, std::string> names;
@@ -182,7 +206,7 @@ void fill(pprof::Builder& b, const std::vector<RawSample>& samples, const Symbol
       }
       ids.push_back(it->second);
     }
-    std::vector<pprof::Label> ls;
+    std::vector<pprof::Label> ls = common;
     if (labels) {
       auto n = names.find(s.serial);
       if (n == names.end()) n = names.emplace(s.serial, sampler::thread_name(s.serial)).first;
@@ -199,6 +223,18 @@ void fill(pprof::Builder& b, const std::vector<RawSample>& samples, const Symbol
   }
 }
 
+std::string unnamed_hint(const std::vector<RawSample>& cpu, const Symbols& sym) {
+  std::vector<unnamed::Leaf> leaves;
+  for (const auto& s : cpu) {
+    if (s.addrs.empty()) continue;
+    const symbolize::Result& r = sym.results[sym.index.at(s.addrs[0])];
+    leaves.push_back({r.mapping, !r.frames.empty() && !r.frames[0].name.empty(), uint64_t(s.values[1])});
+  }
+  std::vector<std::string> paths;
+  for (const auto& m : sym.mappings) paths.push_back(m.file);
+  return unnamed::hint(leaves, paths);
+}
+
 // Teardown errors are collected and reported in the one line at the end:
 // the stop says once what it could not do, whatever the number of files.
 bool emit(pprof::Builder& b, Context& ctx, const char* kind, summary::Figures* f,
@@ -210,7 +246,7 @@ bool emit(pprof::Builder& b, Context& ctx, const char* kind, summary::Figures* f
     return false;
   }
   std::string gz, err;
-  if (!gzip::compress(b.encode(), &gz, &err)) {
+  if (!gzip::compress(b.encode(), &gz, &err, image::marker())) {
     errors->push_back("compressing " + name + ": " + err);
     return false;
   }
@@ -223,29 +259,37 @@ bool emit(pprof::Builder& b, Context& ctx, const char* kind, summary::Figures* f
   return true;
 }
 
-void cpu_profile(Context& ctx, const std::vector<RawSample>& s, const Symbols& sym, summary::Figures* f,
-                 std::vector<std::string>* errors) {
+void add_comments(pprof::Builder& b, const Context& ctx, const identity::Identity& who, const Symbols& sym) {
+  b.add_comment(std::string("profshim: stopped by ") + ctx.how);
+  if (sym.cut)
+    b.add_comment("profshim: names stopped at the time budget (PROFILE_STOP_TIMEOUT): " + std::to_string(sym.cut) +
+                  " of " + std::to_string(sym.addrs.size()) + " addresses have none");
+  for (const auto& c : identity::comments(who)) b.add_comment(c);
+}
+
+void cpu_profile(Context& ctx, const std::vector<RawSample>& s, const Symbols& sym, const identity::Identity& who,
+                 summary::Figures* f, std::vector<std::string>* errors) {
   int64_t period = int64_t(sampler::period_ns());
   pprof::Builder b({{"samples", "count"}, {"cpu", "nanoseconds"}}, {"cpu", "nanoseconds"}, period);
   b.set_default_sample_type("cpu");
   b.set_time(int64_t(ctx.start_real_ns), int64_t(ctx.stop_mono_ns - ctx.start_mono_ns));
-  b.add_comment(std::string("profshim: stopped by ") + ctx.how);
-  fill(b, s, sym, true);
+  add_comments(b, ctx, who, sym);
+  fill(b, s, sym, true, who);
   emit(b, ctx, "cpu", f, errors);
 }
 
 // A heap profile is a picture of one moment, the dump: its time is when the
 // dump was taken and it has no duration, as Go's heap profiles (runtime/pprof
 // sets time_nanos when it writes one, and duration_nanos only for CPU).
-void heap_profile(Context& ctx, const std::vector<RawSample>& s, const Symbols& sym, uint64_t period,
-                  uint64_t dump_real_ns, summary::Figures* f, std::vector<std::string>* errors) {
+void heap_profile(Context& ctx, const std::vector<RawSample>& s, const Symbols& sym, const identity::Identity& who,
+                  uint64_t period, uint64_t dump_real_ns, summary::Figures* f, std::vector<std::string>* errors) {
   pprof::Builder b({{"alloc_objects", "count"}, {"alloc_space", "bytes"}, {"inuse_objects", "count"},
                     {"inuse_space", "bytes"}},
                    {"space", "bytes"}, int64_t(period));
   b.set_default_sample_type("inuse_space");
   b.set_time(int64_t(dump_real_ns), 0);
-  b.add_comment(std::string("profshim: stopped by ") + ctx.how);
-  fill(b, s, sym, false);
+  add_comments(b, ctx, who, sym);
+  fill(b, s, sym, false, who);
   emit(b, ctx, "heap", f, errors);
 }
 
@@ -322,16 +366,22 @@ void run(Context& ctx) {
   gather(cpu, &sym);
   gather(mem, &sym);
   uint64_t t_sym = sys::now_ns(CLOCK_MONOTONIC);
+  // The session outlives the profiles' writing: what it looked up is kept
+  // for the images after it once they are written.
   symbolize::Session session(maps, true, cfg.dir);
-  session.lookup(sym.addrs, &sym.results);
+  sym.cut = session.lookup(sym.addrs, &sym.results, names_deadline(ctx));
   sym.mappings = session.mappings();
   sym.loaded_for_shim = session.loaded_for_shim();
   f.symbolize_ms = double(sys::now_ns(CLOCK_MONOTONIC) - t_sym) / 1e6;
+  f.names_cut = sym.cut;
+  f.unnamed = unnamed_hint(cpu, sym);
 
-  // An earlier image of this session with this pid wrote under this stem.
-  ctx.stem = image::unique_stem(cfg.dir, ctx.stem);
-  if (cfg.cpu_hz) cpu_profile(ctx, cpu, sym, &f, &errors);
-  if (have_heap) heap_profile(ctx, mem, sym, dump.period, dump_real_ns, &f, &errors);
+  // Pid reuse, a daemon taking NAME, another program's NAME.* (image.h).
+  ctx.stem = image::final_stem(cfg.dir, ctx.stem);
+  const identity::Identity who = identity::read(image::pid(), ctx.start_real_ns);
+  f.who = identity::brief(who);
+  if (cfg.cpu_hz) cpu_profile(ctx, cpu, sym, who, &f, &errors);
+  if (have_heap) heap_profile(ctx, mem, sym, who, dump.period, dump_real_ns, &f, &errors);
   // What this image looked up, for the images after it: once its own
   // profiles are written (and not when none could be).
   if (!f.files.empty()) session.keep();

@@ -3,6 +3,10 @@
 #include "gzip.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -19,6 +23,7 @@ struct Zlib {
   int (*deflate)(z_streamp, int);
   int (*deflateEnd)(z_streamp);
   uLong (*deflateBound)(z_streamp, uLong);
+  int (*deflateSetHeader)(z_streamp, gz_headerp);
 };
 Zlib g_z;
 bool g_loaded = false;
@@ -65,7 +70,13 @@ int run_deflate(z_stream* zs, const std::string& in, std::string* out) {
 
 bool load(std::string* err) {
   if (g_loaded) return true;
-  void* h = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
+  // RTLD_DEEPBIND: zlib's calls to its own functions (deflateInit2_ calls
+  // deflateReset through its PLT) bind inside libz, not to a program's
+  // executable that exports a zlib of its own (node links Chromium's zlib
+  // in and exports it: its deflateReset on our libz's state crashed the
+  // stop). zlib allocates only through zalloc/zfree, set to the shim's
+  // malloc in compress, so deep binding never reaches libc's malloc.
+  void* h = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
   if (!h) {
     if (err) *err = std::string("cannot load libz.so.1 (Debian package zlib1g): ") + dlerror();
     return false;
@@ -75,8 +86,9 @@ bool load(std::string* err) {
   z.deflate = reinterpret_cast<decltype(z.deflate)>(dlsym(h, "deflate"));
   z.deflateEnd = reinterpret_cast<decltype(z.deflateEnd)>(dlsym(h, "deflateEnd"));
   z.deflateBound = reinterpret_cast<decltype(z.deflateBound)>(dlsym(h, "deflateBound"));
-  if (!z.deflateInit2_ || !z.deflate || !z.deflateEnd || !z.deflateBound) {
-    if (err) *err = "libz.so.1 lacks deflateInit2_, deflate, deflateEnd or deflateBound";
+  z.deflateSetHeader = reinterpret_cast<decltype(z.deflateSetHeader)>(dlsym(h, "deflateSetHeader"));
+  if (!z.deflateInit2_ || !z.deflate || !z.deflateEnd || !z.deflateBound || !z.deflateSetHeader) {
+    if (err) *err = "libz.so.1 lacks deflateInit2_, deflate, deflateEnd, deflateBound or deflateSetHeader";
     dlclose(h);
     return false;
   }
@@ -85,12 +97,14 @@ bool load(std::string* err) {
   return true;
 }
 
-bool compress(const std::string& in, std::string* out, std::string* err) {
+bool compress(const std::string& in, std::string* out, std::string* err, const std::string& comment) {
   if (!g_loaded) {
     if (err) *err = "zlib is not loaded (gzip::load was not called at setup)";
     return false;
   }
   z_stream zs{};
+  zs.zalloc = [](voidpf, uInt n, uInt size) -> voidpf { return calloc(n, size); };
+  zs.zfree = [](voidpf, voidpf p) { free(p); };
   // A window as large as the input and zlib's 262-byte lookahead (which its
   // reach leaves out) reaches every match a 32 KiB one would: none reaches
   // back past the start. zlib allocates and clears its tables by the
@@ -104,6 +118,14 @@ bool compress(const std::string& in, std::string* out, std::string* err) {
   int rc = g_z.deflateInit2_(&zs, 6, Z_DEFLATED, 16 + bits, mem_level, Z_DEFAULT_STRATEGY, ZLIB_VERSION,
                              int(sizeof(z_stream)));
   if (rc != Z_OK) return fail(err, "deflateInit2", rc, &zs);
+  gz_header head{};
+  head.os = 3;  // Unix
+  head.comment = reinterpret_cast<Bytef*>(const_cast<char*>(comment.c_str()));
+  if (!comment.empty() && (rc = g_z.deflateSetHeader(&zs, &head)) != Z_OK) {
+    fail(err, "deflateSetHeader", rc, &zs);
+    g_z.deflateEnd(&zs);
+    return false;
+  }
   out->clear();
   rc = run_deflate(&zs, in, out);
   if (rc != Z_STREAM_END) {
@@ -114,6 +136,30 @@ bool compress(const std::string& in, std::string* out, std::string* err) {
   rc = g_z.deflateEnd(&zs);
   if (rc != Z_OK) return fail(err, "deflateEnd", rc, &zs);
   return true;
+}
+
+std::string header_comment(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return "";
+  struct stat st;
+  unsigned char b[4096];
+  ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? pread(fd, b, sizeof b, 0) : -1;
+  close(fd);
+  // RFC 1952: ID1 ID2 CM FLG MTIME(4) XFL OS, then the optional fields in
+  // the order FEXTRA, FNAME, FCOMMENT.
+  if (n < 10 || b[0] != 0x1f || b[1] != 0x8b || b[2] != 8 || !(b[3] & 0x10)) return "";
+  size_t at = 10;
+  if (b[3] & 0x04) {
+    if (size_t(n) < at + 2) return "";
+    at += 2 + (b[at] | (size_t(b[at + 1]) << 8));
+  }
+  if (b[3] & 0x08)
+    while (at < size_t(n) && b[at++] != 0) {
+    }
+  size_t start = at;
+  while (at < size_t(n) && b[at] != 0) ++at;
+  if (at >= size_t(n)) return "";  // no end within the first 4 KiB
+  return std::string(reinterpret_cast<char*>(b + start), at - start);
 }
 
 }  // namespace gzip

@@ -9,7 +9,14 @@ namespace gzip {
 // *err set if zlib is not usable; true at once if already loaded.
 bool load(std::string* err);
 
-// Compresses `in` into a complete gzip member in *out. False (with *err set)
-// if zlib is not loaded or fails.
-bool compress(const std::string& in, std::string* out, std::string* err);
+// Compresses `in` into a complete gzip member in *out, with `comment` (if
+// not empty) as the gzip header's comment (RFC 1952 FCOMMENT: readers such
+// as Go's gzip.Reader skip it). False (with *err set) if zlib is not loaded
+// or fails.
+bool compress(const std::string& in, std::string* out, std::string* err, const std::string& comment = "");
+
+// The header comment of the gzip file at path, "" if it has none or is not
+// a regular gzip file. Reads the first 4 KiB only, never blocks (a FIFO is
+// not opened for reading), follows no symbolic link.
+std::string header_comment(const std::string& path);
 }  // namespace gzip

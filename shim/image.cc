@@ -1,7 +1,9 @@
 // image: the image's identity and file stem; see image.h.
 #include "image.h"
 
+#include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +12,8 @@
 #include <unistd.h>
 
 #include <atomic>
+
+#include "gzip.h"
 
 namespace image {
 namespace {
@@ -22,6 +26,7 @@ std::atomic<bool> g_root{true};  // the root process (its final image writes NAM
 std::atomic<int> g_root_pid{0};
 std::atomic<int> g_gen{0};       // execs this pid has made under the shim
 long long g_start_s;             // when the session's root set up (CLOCK_REALTIME, s)
+int g_root_sid;                  // the root's session id at its setup (0: not known)
 // The stem this image chose at a stop for a stem of its own, kept for its
 // later stops (a failed exec resumes the same image).
 char g_claimed_base[512], g_claimed_stem[512];
@@ -47,11 +52,49 @@ unsigned long long session() {
 // ROOTPID is negative when no image of this session may be the root any
 // more (no pid matches it).
 std::string value(int gen, bool may_be_root = true) {
-  char b[128];
+  char b[160];
   int root = g_root_pid.load();
   if (!may_be_root && root > 0) root = -root;
-  snprintf(b, sizeof b, "%d:%d:%d:%016llx:%lld", root, g_pid.load(), gen, session(), g_start_s);
+  snprintf(b, sizeof b, "%d:%d:%d:%016llx:%lld:%d", root, g_pid.load(), gen, session(), g_start_s, g_root_sid);
   return b;
+}
+
+std::string exe_path() {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, size_t(n)) : std::string();
+}
+
+// The identity an image writes in each file's gzip header (gzip.h), read
+// back before NAME.* is replaced: "profshim session=ROOTPID:START pid=PID
+// alt=STEM exe=PATH", ALT the name the image has when it is not the root's.
+struct Marker {
+  std::string session, pid, alt, exe;
+};
+bool parse_marker(const std::string& c, Marker* m) {
+  if (c.compare(0, 17, "profshim session=") != 0) return false;
+  size_t sp = c.find(' ', 17), pid = c.find(" pid=", 17), alt = c.find(" alt=", 17), exe = c.find(" exe=", 17);
+  if (sp == std::string::npos || pid != sp || alt == std::string::npos || exe == std::string::npos || exe < alt ||
+      alt < pid)
+    return false;
+  m->session = c.substr(17, sp - 17);
+  m->pid = c.substr(pid + 5, alt - pid - 5);
+  m->alt = c.substr(alt + 5, exe - alt - 5);
+  m->exe = c.substr(exe + 5);
+  return true;
+}
+std::string session_tag() { return std::to_string(std::abs(g_root_pid.load())) + ":" + std::to_string(g_start_s); }
+
+// Detached from the root's session (setsid, daemon) after the root has
+// gone: the daemon of a `Type=forking` unit, of `daemonize yes`. Such an
+// image takes NAME at its stop (the last of them to stop keeps it).
+bool heir() {
+  int root = std::abs(g_root_pid.load());
+  // getsid answers 0 where the session's leader is outside this pid
+  // namespace (a child of `unshare --pid` that did not detach).
+  pid_t sid = getsid(0);
+  if (g_root.load() || g_root_sid <= 0 || root <= 0 || sid <= 0 || sid == g_root_sid) return false;
+  return kill(root, 0) != 0 && errno == ESRCH;
 }
 
 // Written during this session: modified at or after its start. A second of
@@ -77,9 +120,11 @@ void setup(const config::Config* cfg, pid_t me) {
   int root = 0, pid = 0, gen = 0;
   unsigned long long sess = 0;
   long long start = 0;
+  int sid = 0;
   const char* v = getenv(kImageVar);
-  if (v && sscanf(v, "%d:%d:%d:%llx:%lld", &root, &pid, &gen, &sess, &start) == 5 && root != 0 &&
+  if (v && sscanf(v, "%d:%d:%d:%llx:%lld:%d", &root, &pid, &gen, &sess, &start, &sid) >= 5 && root != 0 &&
       sess == session() && start > 0) {
+    g_root_sid = sid;
     bool same_pid = pid == me;  // an image after an exec of ours
     g_root_pid.store(root);
     g_gen.store(same_pid ? gen : 0);
@@ -89,6 +134,7 @@ void setup(const config::Config* cfg, pid_t me) {
     g_root_pid.store(me);
     g_gen.store(0);
     g_root.store(true);
+    g_root_sid = getsid(0);
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     g_start_s = (long long)now.tv_sec;
@@ -117,8 +163,8 @@ std::string stem(bool as_root) {
 
 std::string stem() { return stem(root()); }
 
+namespace {
 std::string unique_stem(const std::string& dir, const std::string& base) {
-  if (base == g_cfg->name) return base;  // the root's final image: NAME, whatever the session
   if (base == g_claimed_base) return g_claimed_stem;
   std::string s = base;
   for (int k = 2; k < 10000 && taken(dir, s); ++k) s = base + "-" + std::to_string(k);
@@ -127,6 +173,40 @@ std::string unique_stem(const std::string& dir, const std::string& base) {
     memcpy(g_claimed_base, base.c_str(), base.size() + 1);
   }
   return s;
+}
+
+}  // namespace
+
+std::string final_stem(const std::string& dir, const std::string& base) {
+  const std::string& name = g_cfg->name;
+  bool takes_name = base == name || (base == stem(false) && heir());
+  if (!takes_name) return unique_stem(dir, base);
+  const std::string me = exe_path(), tag = session_tag();
+  for (const char* kind : {"cpu", "heap", "wait"}) {
+    std::string path = dir + "/" + name + "." + kind + ".pprof";
+    Marker m;
+    if (!parse_marker(gzip::header_comment(path), &m)) continue;  // none, or an older profshim's: replaced
+    // Another session's root that was another program (a unit's
+    // ExecStopPost=/bin/rm after its daemon): its files stay, this image
+    // writes under its own name.
+    if (m.session != tag && m.exe != me) return unique_stem(dir, stem(false));
+    // Another image of this session wrote it (the root, before a daemon
+    // takes NAME; a daemon, before a root that outlived it): renamed to
+    // the name it would have had, so taking NAME loses nothing.
+    if (m.session == tag && m.pid != std::to_string(g_pid.load()) && !m.alt.empty() && m.alt != name &&
+        m.alt.find('/') == std::string::npos) {
+      std::string alt = m.alt;
+      for (int k = 2; k < 10000 && access((dir + "/" + alt + "." + kind + ".pprof").c_str(), F_OK) == 0; ++k)
+        alt = m.alt + "-" + std::to_string(k);
+      rename(path.c_str(), (dir + "/" + alt + "." + kind + ".pprof").c_str());
+    }
+  }
+  return name;
+}
+
+std::string marker() {
+  return "profshim session=" + session_tag() + " pid=" + std::to_string(g_pid.load()) + " alt=" + stem(false) +
+         " exe=" + exe_path();
 }
 
 bool env_profiles(char* const envp[]) {

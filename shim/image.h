@@ -2,7 +2,7 @@
 // The root process's final image writes NAME.*; every other image (a forked
 // child, a descendant however started, an image that exec'd into another
 // profiled one) writes NAME.PROG.PID[.GEN].*. Identity travels in the
-// environment as PROFSHIM_IMAGE=ROOTPID:PID:GEN:SESSION:START (docs/DESIGN.md,
+// environment as PROFSHIM_IMAGE=ROOTPID:PID:GEN:SESSION:START:ROOTSID (docs/DESIGN.md,
 // "Fork and exec"). Not signal-safe; called at setup, fork, exec and the stop.
 #pragma once
 #include <sys/types.h>
@@ -26,13 +26,22 @@ std::string stem(bool as_root);
 // The stem this image writes as now.
 std::string stem();
 
-// At the stop, the stem to write under: the root's NAME as it is; any other
-// stem as it is unless a file of that name was written during this session
-// (by an earlier image with the same pid: pids are reused), else the first
-// of stem-2, stem-3, ... that was not. An image keeps the stem it chose for
-// a later stop of its own (after a failed exec). A file from an earlier
-// session is replaced.
-std::string unique_stem(const std::string& dir, const std::string& stem);
+// At the stop, the stem to write under (docs/DESIGN.md, "Fork and exec"):
+//  - NAME for the root's final image, and for an image detached from the
+//    root's session (setsid, daemon) that stops after the root has gone
+//    (a daemon); such an image first renames the NAME.* this session's
+//    root wrote to that root's own stem. If NAME.* is another session's and
+//    was written by another program, it stays: this image writes under its
+//    own stem instead.
+//  - any other stem as it is, unless a file of that name was written
+//    during this session (by an earlier image with the same pid: pids are
+//    reused), else the first of stem-2, stem-3, ... that was not. An image
+//    keeps the stem it chose for a later stop of its own (after a failed
+//    exec). A file from an earlier session is replaced.
+std::string final_stem(const std::string& dir, const std::string& stem);
+// What each file's gzip header records of the image that wrote it, for
+// final_stem to read: session, pid, own stem, executable.
+std::string marker();
 
 // Whether an exec with this environment starts a profiled image.
 bool env_profiles(char* const envp[]);

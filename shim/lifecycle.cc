@@ -186,12 +186,17 @@ bool spawn_stop_thread() {
   for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS}) sigdelset(&mask, s);
   pthread_attr_t attr;
   if (pthread_attr_init(&attr) != 0) return false;
+  // This runs on the program's thread, and glibc allocates the attribute's
+  // mask (and the thread's own bookkeeping): live while the heap is dumped,
+  // so not sampled as the program's.
+  const bool was = heap::swap_thread_active(false);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   pthread_attr_setstacksize(&attr, kStopStack);
   pthread_attr_setsigmask_np(&attr, &mask);
   pthread_t t;
   int rc = real::pthread_create()(&t, &attr, stop_thread, nullptr);
   pthread_attr_destroy(&attr);
+  heap::set_thread_active(was);
   return rc == 0;
 }
 
@@ -338,6 +343,8 @@ void setup(void*) {
   begin_image();
   stackwalk::prime();
   stackwalk::note_unsafe_code();
+  // zlib first: libdw (loaded at the stop, if at all) needs it too, and
+  // whoever loads it first decides its binding (gzip.cc loads it deep-bound).
   if (!gzip::load(&err)) fail(err);
   if (cfg().heap_sample) {
     if (!heap::available(&err) || !heap::start(cfg().heap_lg_sample, &err)) fail(err);

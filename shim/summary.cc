@@ -61,13 +61,20 @@ std::string format(const Figures& f) {
   snprintf(b, sizeof b, " | wall %.2f s | peak rss ", f.wall_s);
   s += b + mib(f.peak_rss_bytes) + " | heap in use " + mib(f.heap_inuse_bytes);
   if (!f.heap_seen) s += " (the program's own malloc serves it: heap not profiled)";
-  snprintf(b, sizeof b, " | stop %.0f ms (symbols %.0f ms)", f.stop_ms, f.symbolize_ms);
+  snprintf(b, sizeof b, " | stop %.0f ms (symbols %.0f ms", f.stop_ms, f.symbolize_ms);
   s += b;
+  if (f.names_cut) {
+    snprintf(b, sizeof b, ", cut at the time budget: %llu addresses unnamed", (unsigned long long)f.names_cut);
+    s += b;
+  }
+  s += ")";
   if (f.symbols_cached + f.symbols_looked_up) {
     snprintf(b, sizeof b, " | %llu of %llu addresses from the symbol cache", (unsigned long long)f.symbols_cached,
              (unsigned long long)(f.symbols_cached + f.symbols_looked_up));
     s += b;
   }
+  if (!f.unnamed.empty()) s += " | " + f.unnamed;
+  if (!f.who.empty()) s += " | " + f.who;
   return s;
 }
 

@@ -16,6 +16,7 @@
 
 #include "procmaps.h"
 #include "symbolize_internal.h"
+#include "sys.h"
 #include "unload.h"
 
 namespace symbolize {
@@ -351,13 +352,24 @@ Session::~Session() {
   delete impl_;
 }
 
-void Session::lookup(const std::vector<uint64_t>& addrs, std::vector<Result>* out) {
+size_t Session::lookup(const std::vector<uint64_t>& addrs, std::vector<Result>* out, uint64_t deadline_mono_ns) {
   out->clear();
   out->reserve(addrs.size());
+  size_t skipped = 0;
   for (uint64_t a : addrs) {
     auto it = impl_->cache.find(a);
     if (it == impl_->cache.end()) {
-      it = impl_->cache.emplace(a, impl_->resolve(a)).first;
+      // Past the budget, an address keeps its mapping and gets no frames:
+      // the numbers never wait on names (a module's DWARF can take seconds
+      // to load; the check is between addresses, so one load may overrun).
+      Result r;
+      if (deadline_mono_ns && sys::now_ns(CLOCK_MONOTONIC) >= deadline_mono_ns) {
+        r.mapping = impl_->mapping_of(a);
+        ++skipped;
+      } else {
+        r = impl_->resolve(a);
+      }
+      it = impl_->cache.emplace(a, std::move(r)).first;
       if (it->second.mapping >= 0) {
         impl_->coverage[it->second.mapping].add(it->second);
         impl_->coverage[it->second.mapping].apply(&impl_->mappings[it->second.mapping]);
@@ -365,6 +377,7 @@ void Session::lookup(const std::vector<uint64_t>& addrs, std::vector<Result>* ou
     }
     out->push_back(it->second);
   }
+  return skipped;
 }
 
 void Session::keep() { impl_->store.flush(impl_->mods); }

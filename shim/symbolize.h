@@ -56,7 +56,9 @@ class Session {
   ~Session();
   // addrs are already adjusted to lie inside the instruction (return
   // addresses minus one). out gets one Result per address, same order.
-  void lookup(const std::vector<uint64_t>& addrs, std::vector<Result>* out);
+  // From deadline_mono_ns on (CLOCK_MONOTONIC; 0: none), addresses not yet
+  // resolved get their mapping and no frames; returns how many did.
+  size_t lookup(const std::vector<uint64_t>& addrs, std::vector<Result>* out, uint64_t deadline_mono_ns = 0);
   // Writes what lookup() found with libdw to the symbol cache (the stop
   // does it once the profiles are written).
   void keep();

@@ -169,6 +169,7 @@ def test_cpu_after_the_stop_is_said_not_covered(ctx):
 def _shape(line):
     """A summary line with its paths and numbers masked: its fields."""
     line = re.sub(r"/\S+\.pprof", "PATH", line)
+    line = re.sub(r"(\(parent \d+\): ).*$", r"\1ARGV", line)
     return re.sub(r"\d+(\.\d+)?", "N", line)
 
 

@@ -175,3 +175,43 @@ def test_yes_dies_of_sigpipe(ctx):
     check(len(lines) == 1, "want one summary line\n%s" % indent(err_text))
     for n in pprofs(d):
         ctx.read(os.path.join(d, n))
+
+
+_OWN_ZLIB = r"""
+#include <stdio.h>
+#include <stdlib.h>
+/* An executable that links a zlib of its own in and exports it, as node
+   does (Chromium's zlib, whose state differs from Debian's): libz's own
+   call to deflateReset by name would land here. (node exports all of it,
+   so libelf's inflate calls stay within node's copy; this one exports the
+   one function.) */
+int deflateReset(void* strm) { (void)strm; fprintf(stderr, "own deflateReset called\n"); abort(); }
+static volatile unsigned long sink;
+int main(void) {
+  for (unsigned long i = 0; i < 200000000UL; i++) sink = sink * 31 + i;
+  printf("ok\n");
+  return 0;
+}
+"""
+
+
+def test_program_exporting_its_own_zlib(ctx):
+    """node exports the zlib it links in (deflateReset & co.): the shim's
+    gzip went through libz's deflateInit2_, whose own call to deflateReset
+    bound to node's, on libz's state, and the stop crashed (no profile).
+    A program exporting a deflateReset that aborts: both profiles are
+    written, no error, output and status as plain."""
+    tmp = ctx.mkdtemp("ownz")
+    src, exe = os.path.join(tmp, "own_zlib.c"), os.path.join(tmp, "own_zlib")
+    with open(src, "w") as f:
+        f.write(_OWN_ZLIB)
+    c = subprocess.run(["gcc", "-O1", "-rdynamic", "-o", exe, src], capture_output=True)
+    check(c.returncode == 0, "cannot build: %s" % c.stderr.decode())
+    plain = run(ctx, [exe])
+    d = ctx.mkdtemp("prof")
+    r = run(ctx, [exe], env=prof_env(ctx, d))
+    check(str(r.status) == str(plain.status) and r.out == plain.out, "plain %s, shim %s\n%s" % (
+        plain.status, r.status, r.describe()))
+    check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof"] and not any("error" in l for l in r.stderr_lines),
+          "PROFILE_DIR holds %s\n%s" % (pprofs(d), r.describe()))
+    ctx.read(os.path.join(d, "run.cpu.pprof"))

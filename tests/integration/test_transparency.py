@@ -379,11 +379,11 @@ def _env_lines(text):
     return sorted(l for l in text.splitlines() if "=" in l)
 
 
-IMAGE_VAR_RE = re.compile(r"^PROFSHIM_IMAGE=-?\d+:\d+:\d+:[0-9a-f]{16}:\d+$")
+IMAGE_VAR_RE = re.compile(r"^PROFSHIM_IMAGE=-?\d+:\d+:\d+:[0-9a-f]{16}:\d+:\d+$")
 
 
 def _env_diff(got, want, what):
-    """got may add exactly one line, PROFSHIM_IMAGE=ROOTPID:PID:GEN:SESSION:START (the one
+    """got may add exactly one line, PROFSHIM_IMAGE=ROOTPID:PID:GEN:SESSION:START:ROOTSID (the one
     variable docs/CONFIG.md says a profiled program can see); nothing else
     may differ."""
     added = sorted(set(got) - set(want))

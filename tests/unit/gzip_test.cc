@@ -2,6 +2,9 @@
 // before gzip::load it refuses, saying why.
 #include "gzip.h"
 
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cstdint>
@@ -118,4 +121,35 @@ TEST(window_sized_to_the_input_reaches_back_to_the_start) {
     // the header and trailer 18: not found, the output is the input's size.
     if (n + 262 <= 32768) CHECK(z.size() < in.size() * 11 / 20 + 40);
   }
+  // A small input with a comment longer than it: the smallest window, the
+  // header still whole.
+  std::string z, err, back;
+  const std::string note(600, 'n');
+  CHECK(gzip::compress("ab", &z, &err, note));
+  CHECK(gunzip(z, &back) && back == "ab");
+}
+
+// The header's comment carries an image's identity: written by compress,
+// read back from the file's first bytes alone, and invisible to inflate.
+TEST(header_comment_round_trip) {
+  load();
+  std::string z, err, back;
+  const std::string note = "profshim session=1:2 pid=3 alt=run.x.3 exe=/usr/bin/a b";
+  CHECK(gzip::compress(std::string(100000, 'x'), &z, &err, note));
+  CHECK(gunzip(z, &back));
+  CHECK_EQ(back, std::string(100000, 'x'));
+  char path[] = "/tmp/gzip_test_XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  CHECK(write(fd, z.data(), z.size()) == ssize_t(z.size()));
+  close(fd);
+  CHECK_EQ(gzip::header_comment(path), note);
+  CHECK(gzip::compress("abc", &z, &err));  // none asked: none written
+  fd = open(path, O_WRONLY | O_TRUNC);
+  CHECK(write(fd, z.data(), z.size()) == ssize_t(z.size()));
+  close(fd);
+  CHECK_EQ(gzip::header_comment(path), std::string());
+  unlink(path);
+  CHECK_EQ(gzip::header_comment("/nonexistent/x.gz"), std::string());
+  CHECK_EQ(gzip::header_comment("/proc/self/status"), std::string());
 }

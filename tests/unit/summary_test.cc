@@ -33,6 +33,14 @@ TEST(readme_example) {
                        " | wall 2.18 s | peak rss 58.0 MiB | heap in use 36.1 MiB | stop 67 ms (symbols 61 ms)"));
 }
 
+// Which image, last: what a reader of a build's log looks for.
+TEST(who_comes_last) {
+  summary::Figures f = readme();
+  f.who = "pid 18258 (parent 18255): build/workloads/demo";
+  std::string s = summary::format(f);
+  CHECK(s.size() > f.who.size() && s.compare(s.size() - f.who.size() - 3, std::string::npos, " | " + f.who) == 0);
+}
+
 // The gap is the difference of the two figures as printed (4.13 - 4.10),
 // not of the unrounded ones (0.0202 would print 0.02): the line adds up.
 TEST(gap_adds_up_as_printed) {

@@ -477,3 +477,25 @@ TEST(fifty_thousand_addresses_in_well_under_a_second) {
   if (check::failures() > before)
     std::fprintf(stderr, "  %zu addresses, %zu named, %.3f s\n", addrs.size(), named, secs);
 }
+
+// Past the names' deadline an address keeps its mapping and gets no frames
+// (the profile is written unsymbolized rather than late); before it, names.
+TEST(past_the_deadline_addresses_keep_their_mapping_and_get_no_names) {
+  Probe p;
+  symtest_c_function(&p);
+  {
+    symbolize::Session s(read_maps());
+    std::vector<symbolize::Result> out;
+    CHECK_EQ(s.lookup({p.pc, p.pc + 1}, &out, 1), static_cast<size_t>(2));  // long past
+    CHECK_EQ(out.size(), static_cast<size_t>(2));
+    for (const auto& r : out) {
+      CHECK(r.mapping >= 0);
+      CHECK(r.frames.empty());
+    }
+    if (!out.empty() && out[0].mapping >= 0) CHECK(!s.mappings()[out[0].mapping].has_functions);
+  }
+  symbolize::Session s(read_maps());
+  std::vector<symbolize::Result> out;
+  CHECK_EQ(s.lookup({p.pc}, &out, ~0ull), static_cast<size_t>(0));
+  CHECK(out.size() == 1 && !out[0].frames.empty());
+}

@@ -1,0 +1,42 @@
+// daemonize: a daemon started the classic ways, for which image takes NAME.
+// usage: daemonize classic PIDFILE   fork; the parent exits 0 at once; the
+//                                    child calls setsid, points its stdio at
+//                                    /dev/null, writes its pid to PIDFILE,
+//                                    burns CPU in daemon_work, exits 0.
+//        daemonize double PIDFILE    the same with a second fork after
+//                                    setsid (the intermediate exits): the
+//                                    grandchild is the daemon.
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static volatile unsigned long sink;
+
+__attribute__((noinline, noclone)) void daemon_work(void) {
+  unsigned long x = sink;
+  for (unsigned long i = 0; i < 300000000UL; i++) x = x * 6364136223846793005UL + 1442695040888963407UL;
+  sink = x;
+}
+
+int main(int argc, char** argv) {
+  if (argc != 3) return 2;
+  int dbl = !strcmp(argv[1], "double");
+  if (fork() != 0) return 0;
+  setsid();
+  if (dbl && fork() != 0) _exit(0);
+  int fd = open("/dev/null", O_RDWR);
+  dup2(fd, 0), dup2(fd, 1), dup2(fd, 2);
+  if (fd > 2) close(fd);
+  usleep(200000);  // the parent (and intermediate) gone before the work
+  char tmp[4096];
+  snprintf(tmp, sizeof tmp, "%s.tmp", argv[2]);
+  FILE* f = fopen(tmp, "w");
+  if (!f) return 3;
+  fprintf(f, "%d\n", (int)getpid());
+  fclose(f);
+  rename(tmp, argv[2]);
+  daemon_work();
+  return 0;
+}
