@@ -343,6 +343,7 @@ Session::Session(const std::string& maps_text, bool with_unloaded, const std::st
     : impl_(new Impl(profile_dir)) {
   impl_->lines = procmaps::parse(maps_text);
   impl_->find_modules();
+  for (auto& m : impl_->mods) m->profile_dir = profile_dir;
   impl_->build_mappings();
   if (with_unloaded) impl_->add_unloaded();
 }

@@ -143,7 +143,9 @@ int find_debuginfo(Dwfl_Module* mod, void** userdata, const char* modname, Dwarf
   int fd = dw().dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name, link, crc,
                                              debug_name);
   if (fd >= 0 && *debug_name) witness(mi, *debug_name);
-  // crc == 0 is libdwfl asking for a dwz alt file, which has no debuglink.
+  // crc == 0 is libdwfl asking for a dwz alt file, which has no debuglink
+  // (and another build ID than the module's: never inflated under its name).
+  if (fd >= 0 && crc != 0) return use_inflated(fd, mi);
   if (fd >= 0 || !link || crc == 0 || !file_name || file_name[0] != '/') return fd;
   const unsigned char* bits = nullptr;
   GElf_Addr vaddr;
@@ -160,7 +162,7 @@ int find_debuginfo(Dwfl_Module* mod, void** userdata, const char* modname, Dwarf
     fd = open_debug_candidate(c, have_main ? &main_st : nullptr, want, mi);
     if (fd >= 0) {
       *debug_name = strdup(c.c_str());
-      return fd;
+      return use_inflated(fd, mi);
     }
   }
   return -1;

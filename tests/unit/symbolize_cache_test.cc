@@ -62,12 +62,16 @@ void spill(const std::string& path, const std::string& bytes) {
 
 std::string maps() { return slurp("/proc/self/maps"); }
 
-// The files a directory holds (names, hidden ones too).
-std::vector<std::string> list(const std::string& dir) {
+// The files a directory holds (names, hidden ones too) that end in suffix.
+std::vector<std::string> list(const std::string& dir, const std::string& suffix = "") {
   std::vector<std::string> out;
   if (DIR* d = opendir(dir.c_str())) {
-    while (dirent* e = readdir(d))
-      if (std::string(e->d_name) != "." && std::string(e->d_name) != "..") out.push_back(e->d_name);
+    while (dirent* e = readdir(d)) {
+      const std::string n = e->d_name;
+      if (n != "." && n != ".." && n.size() >= suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(),
+                                                                        suffix) == 0)
+        out.push_back(n);
+    }
     closedir(d);
   }
   return out;
@@ -222,7 +226,7 @@ TEST(corrupt_or_misfiled_entry_is_never_used) {
   const std::vector<uint64_t> addrs = probes();
   const Run fresh = run(addrs, "", text);
   run(addrs, dir, text);
-  std::vector<std::string> names = list(cache_dir(dir));
+  std::vector<std::string> names = list(cache_dir(dir), ".sym");
   CHECK(names.size() >= 2);
   for (size_t i = 0; i < names.size(); ++i) {
     const std::string path = cache_dir(dir) + "/" + names[i];
@@ -241,7 +245,7 @@ TEST(corrupt_or_misfiled_entry_is_never_used) {
   CHECK(repaired.stats.cached == 5 && repaired.stats.rejected == 0);
   CHECK(same(fresh.results, repaired.results));
   // Another module's whole, valid entry, under this one's name.
-  names = list(cache_dir(dir));
+  names = list(cache_dir(dir), ".sym");
   CHECK(names.size() >= 2);
   if (names.size() >= 2) {
     spill(cache_dir(dir) + "/" + names[0], slurp(cache_dir(dir) + "/" + names[1]));
@@ -321,8 +325,8 @@ TEST(concurrent_writers_leave_one_valid_entry) {
     failed += !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
   }
   CHECK_EQ(failed, 0);
-  for (const std::string& n : list(cache_dir(dir))) {
-    CHECK(n[0] != '.');  // no temporary left
+  for (const std::string& n : list(cache_dir(dir))) CHECK(n[0] != '.');  // no temporary left
+  for (const std::string& n : list(cache_dir(dir), ".sym")) {
     Entry e;
     CHECK(symbolize::cache::decode(slurp(cache_dir(dir) + "/" + n), &e));
   }
@@ -346,4 +350,57 @@ TEST(cache_directory_that_is_not_ours_is_refused) {
   CHECK(w.error.find("may write") != std::string::npos && list(cache_dir(dir)).empty());
   runtime_so::remove_dir(dir);
   runtime_so::remove_dir(elsewhere);
+}
+
+// --- the inflated copy of a compressed debug file ----------------------------------------
+
+namespace {
+
+ino_t inode(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 ? st.st_ino : 0;
+}
+
+}  // namespace
+
+// libc6-dbg's DWARF is compressed: the first lookup leaves an inflated copy
+// in the cache, the next image's lookups (its entries gone) read the copy
+// and find exactly the frames the original gives; a copy cut short, or
+// another module's copy under its name, is not read but made again.
+TEST(inflated_debug_copy_gives_the_same_frames) {
+  const std::string text = maps();
+  const std::string dir = runtime_so::make_temp_dir();
+  const std::vector<uint64_t> addrs = probes();
+  const Run fresh = run(addrs, "", text);
+  run(addrs, dir, text);
+  const std::vector<std::string> copies = list(cache_dir(dir), ".debug");
+  CHECK_EQ(copies.size(), size_t(1));  // libc's: the only compressed debug file here
+  if (copies.size() != 1) return;
+  const std::string copy = cache_dir(dir) + "/" + copies[0];
+  auto forget_entries = [&] {
+    for (const std::string& n : list(cache_dir(dir), ".sym")) unlink((cache_dir(dir) + "/" + n).c_str());
+  };
+  const ino_t made = inode(copy);
+  forget_entries();
+  const Run reread = run(addrs, dir, text);
+  CHECK(same(fresh.results, reread.results) && reread.stats.looked_up == 5);
+  CHECK_EQ(inode(copy), made);  // read, not made again
+  // Cut short: not read, made again whole.
+  CHECK(truncate(copy.c_str(), 1 << 20) == 0);
+  forget_entries();
+  const Run cut = run(addrs, dir, text);
+  CHECK(same(fresh.results, cut.results));
+  CHECK(inode(copy) != made);
+  struct stat st;
+  CHECK(stat(copy.c_str(), &st) == 0 && st.st_size > (2 << 20));
+  // Another module's ELF under libc's name: its build ID is not libc's.
+  const std::string whole = slurp(copy);
+  const std::string other = "cp /proc/self/exe " + copy + ".x && mv " + copy + ".x " + copy;
+  CHECK(std::system(other.c_str()) == 0);
+  forget_entries();
+  const Run wrong = run(addrs, dir, text);
+  CHECK(same(fresh.results, wrong.results));
+  CHECK(slurp(copy) == whole);  // made again (inodes are reused: the bytes tell)
+  for (const std::string& n : list(cache_dir(dir))) CHECK(n[0] != '.');  // no temporary left
+  runtime_so::remove_dir(dir);
 }
