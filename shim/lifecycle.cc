@@ -31,6 +31,7 @@
 #include "sigmask.h"
 #include "signals.h"
 #include "stack.h"
+#include "symbolize.h"
 #include "sys.h"
 #include "stackwalk.h"
 
@@ -343,9 +344,10 @@ void setup(void*) {
   begin_image();
   stackwalk::prime();
   stackwalk::note_unsafe_code();
-  // zlib first: libdw (loaded at the stop, if at all) needs it too, and
-  // whoever loads it first decides its binding (gzip.cc loads it deep-bound).
+  // zlib first: libdw needs it too, and whoever loads it first decides its
+  // binding (gzip.cc loads it deep-bound).
   if (!gzip::load(&err)) fail(err);
+  if (!symbolize::load_libdw(&err)) fail(err);
   if (cfg().heap_sample) {
     if (!heap::available(&err) || !heap::start(cfg().heap_lg_sample, &err)) fail(err);
   } else {

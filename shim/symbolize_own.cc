@@ -1,6 +1,6 @@
 // symbolize_own: which of the process's modules are there only for the shim.
-// The shim itself, and zlib and libdw which it dlopen()s, bring libelf,
-// liblzma, libbz2, libgcc_s, libm: none of it is the program's, and a
+// The shim itself, and libdw which it dlopen()s, bring libelf,
+// libz, liblzma, libbz2, libgcc_s, libm: none of it is the program's, and a
 // profile that lists it among the program's mappings says something untrue.
 // What is the program's is what its roots need, transitively (DT_NEEDED,
 // matched by soname): the executable, and every loaded object nothing else
@@ -14,9 +14,8 @@ namespace internal {
 
 namespace {
 
-// What the shim dlopen()s for itself: zlib at setup (gzip.cc), libdw when
-// an address needs it (symbolize.cc), so either may be loaded alone.
-const char* const kShimLoads[] = {"libdw.so.1", "libz.so.1"};
+// What the shim dlopen()s for itself (symbolize.cc, sampler.cc).
+const char* const kShimLoads[] = {"libdw.so.1"};
 
 std::string base_name(const std::string& path) {
   size_t k = path.rfind('/');

@@ -307,10 +307,6 @@ void plan_and_record(void* arg) {
   void* handle = arg;
   Job job;
   if (!plan(handle, &job)) return;
-  // libdw is loaded here, on the program's thread, if it is not yet: a
-  // dlclose from a library's destructor holds the loader's lock, which a
-  // dlopen on the helper would wait for while this thread waits for it.
-  symbolize::load_libdw(nullptr);
   int cancel_state;
   pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);  // pthread_join is a cancellation point
   pthread_attr_t attr;
