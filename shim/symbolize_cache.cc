@@ -216,8 +216,10 @@ bool current(const Entry& e) {
   return true;
 }
 
+std::string dir_of(const std::string& profile_dir) { return profile_dir + "/" + kDirName; }
+
 std::string prepare_dir(const std::string& profile_dir, bool create, std::string* path) {
-  const std::string dir = profile_dir + "/" + kDirName;
+  const std::string dir = dir_of(profile_dir);
   if (create && mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return "cannot create " + dir + ": " + strerror(errno);
   // Not followed if it is a link, nor used if someone else could plant
   // entries in it.

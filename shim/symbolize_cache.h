@@ -56,6 +56,9 @@ bool decode(const std::string& bytes, Entry* out);
 // Whether every witness still says what it said.
 bool current(const Entry& e);
 
+// PROFILE_DIR/.profshim-symbols.
+std::string dir_of(const std::string& profile_dir);
+
 // PROFILE_DIR/.profshim-symbols, made if need be (create); "" and *path set
 // when it is a directory of this user's that no one else may write to, ""
 // alone when it is absent and not to be made, else why not.

@@ -118,11 +118,17 @@ int use_inflated(int fd, ModInfo* mi) {
   if (e) dw().elf_end(e);
   if (!compressed) return fd;
   std::string dir;
+  struct stat st;
+  const bool existed = lstat(cache::dir_of(mi->profile_dir).c_str(), &st) == 0;
   if (!cache::prepare_dir(mi->profile_dir, true, &dir).empty() || dir.empty()) return fd;
   const std::string path = dir + "/" + hex(mi->build_id) + ".debug";
   int copy = open_copy(path, mi->build_id);
   if (copy < 0 && make_copy(fd, dir, path)) copy = open_copy(path, mi->build_id);
-  if (copy < 0) return fd;
+  if (copy < 0) {
+    // A full disk: no empty directory left behind by this attempt.
+    if (!existed) rmdir(dir.c_str());
+    return fd;
+  }
   close(fd);
   return copy;
 }
