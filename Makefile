@@ -4,6 +4,7 @@ CXX      ?= g++
 CC       ?= gcc
 BUILD    := build
 LIB      := $(BUILD)/libprofshim.so
+OPTIONS  := $(BUILD)/profshim-options.tsv
 MULTIARCH := $(shell gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 LIBDIR   := /usr/lib/$(MULTIARCH)
 
@@ -32,9 +33,9 @@ SHIM_LDFLAGS := -shared -Wl,--version-script=shim/exports.map \
 SHIM_LDLIBS  := -Wl,--whole-archive $(BUILD)/jemalloc_pic.a -Wl,--no-whole-archive \
                 -ldl -lpthread
 
-.PHONY: all deps test unit integration demo bench bench-smoke clean install
+.PHONY: all deps test unit integration demo bench bench-smoke clean install uninstall deb
 
-all: $(LIB)
+all: $(LIB) $(OPTIONS)
 
 deps:
 	@scripts/install-deps
@@ -54,11 +55,15 @@ $(BUILD)/shim/%.o: shim/%.cc $(wildcard shim/*.h) | $(BUILD)/.deps-ok
 # (shim/malloc_api.cc), while the shim and jemalloc itself call the originals.
 # jemalloc's C++ operators are left out: the shim's own (recover.cc) never
 # throw, and a failed allocation in the stop ends the stop, not the process.
+# Its count of pages held from the system (extent.c's static curpages, what
+# its prof_gdump watches) is made global for the heap-peak check (peak.h);
+# a jemalloc without it fails the link.
 $(BUILD)/jemalloc_pic.a: $(LIBDIR)/libjemalloc_pic.a Makefile | $(BUILD)/.deps-ok
 	objcopy --rename-section .text=profshim_alloc --rename-section .text.unlikely=profshim_alloc \
 	        --rename-section .text.startup=profshim_alloc \
 	        --redefine-sym mallctl=profshim_je_mallctl \
-	        --redefine-sym mallctlbymib=profshim_je_mallctlbymib $< $@.tmp
+	        --redefine-sym mallctlbymib=profshim_je_mallctlbymib \
+	        --redefine-sym curpages=profshim_je_curpages --globalize-symbol=profshim_je_curpages $< $@.tmp
 	ar d $@.tmp jemalloc_cpp.pic.o
 	mv -f $@.tmp $@
 
@@ -70,6 +75,14 @@ $(LIB): $(SHIM_OBJS) shim/exports.map $(BUILD)/jemalloc_pic.a Makefile scripts/c
 	$(CXX) $(CXXFLAGS) $(SHIM_LDFLAGS) -o $@.tmp $(SHIM_OBJS) $(SHIM_LDLIBS)
 	@scripts/check-exports $@.tmp
 	@mv -f $@.tmp $@  # a process loading the shim never sees a half-written file
+
+# profshim --help is generated from the shim's own option table: this dumps
+# it (shim/config.cc) as tab-separated lines beside the library.
+$(BUILD)/cli/options_dump: cli/options_dump.cc $(BUILD)/shim/config.o shim/config.h
+	@mkdir -p $(dir $@)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -o $@ $< $(BUILD)/shim/config.o
+$(OPTIONS): $(BUILD)/cli/options_dump
+	$< >$@.tmp && mv -f $@.tmp $@
 
 # --- tests -----------------------------------------------------------------
 UNIT_SRCS := $(wildcard tests/unit/*_test.cc)
@@ -116,7 +129,7 @@ $(BUILD)/workloads/uses_zlib: tests/workloads/uses_zlib.c | $(BUILD)/.deps-ok
 	@mkdir -p $(dir $@)
 	$(CC) -O1 -g -fno-omit-frame-pointer -fno-inline -o $@ $< -lz
 
-test: $(LIB) $(UNIT_BINS) $(WORKLOAD_BINS)
+test: $(LIB) $(OPTIONS) $(UNIT_BINS) $(WORKLOAD_BINS)
 	@python3 tests/run.py --build $(BUILD)
 
 demo: $(LIB) $(BUILD)/workloads/demo
@@ -129,6 +142,34 @@ bench: $(LIB) $(WORKLOAD_BINS)
 clean:
 	rm -rf $(BUILD)
 
-install: $(LIB)
-	install -D -m 0755 $(LIB) $(DESTDIR)/usr/local/lib/libprofshim.so
-	install -D -m 0755 scripts/profshim $(DESTDIR)/usr/local/bin/profshim
+# --- install, uninstall, a Debian package ----------------------------------
+# The installed profshim finds the library at ../lib and its Python parts
+# and option table at ../share/profshim from where it is; the env files
+# name the installed library.
+PREFIX   ?= /usr/local
+SHAREDIR  = $(DESTDIR)$(PREFIX)/share/profshim
+DOCDIR    = $(DESTDIR)$(PREFIX)/share/doc/profshim
+CLI_SRCS := $(wildcard cli/*.py)
+DOC_SRCS := $(wildcard docs/*.md)
+
+install: $(LIB) $(OPTIONS)
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(SHAREDIR)/cli $(DOCDIR)/docs
+	install -m 0644 $(LIB) $(DESTDIR)$(PREFIX)/lib/libprofshim.so
+	install -m 0755 scripts/profshim $(DESTDIR)$(PREFIX)/bin/profshim
+	install -m 0644 $(CLI_SRCS) $(SHAREDIR)/cli/
+	install -m 0644 $(OPTIONS) $(SHAREDIR)/options.tsv
+	for f in profshim.conf profshim.env; do \
+	  sed 's|/usr/local/lib/libprofshim.so|$(PREFIX)/lib/libprofshim.so|g' env/$$f >$(SHAREDIR)/$$f && \
+	  chmod 0644 $(SHAREDIR)/$$f || exit 1; done
+	install -m 0644 README.md $(DOCDIR)/
+	install -m 0644 $(DOC_SRCS) $(DOCDIR)/docs/
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/lib/libprofshim.so $(DESTDIR)$(PREFIX)/bin/profshim
+	rm -rf $(SHAREDIR) $(DOCDIR)
+
+# build/profshim_VERSION_ARCH.deb: `make install PREFIX=/usr` into a staging
+# root, then dpkg-deb (scripts/make-deb says what it depends on and why).
+deb: $(LIB) $(OPTIONS)
+	rm -rf $(BUILD)/deb && $(MAKE) --no-print-directory install PREFIX=/usr DESTDIR=$(abspath $(BUILD))/deb/root
+	scripts/make-deb $(BUILD)

@@ -419,4 +419,14 @@ Stats stats() {
 
 std::string thread_name(uint32_t serial) { return stack_table::name(serial); }
 
+void record_names() {
+  if (!g.slots) return;
+  for (uint32_t i = 0; i < kMaxSlots; ++i) {
+    Slot& s = g.slots[i];
+    if (s.state.load(std::memory_order_acquire) != kLive) continue;
+    int32_t tid = s.tid.load(std::memory_order_acquire);
+    if (tid > 0) record_comm(s.serial, tid);
+  }
+}
+
 }  // namespace sampler

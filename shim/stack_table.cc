@@ -76,8 +76,8 @@ bool fill(Entry& e, uint64_t h, int32_t tid, uint32_t serial, const uint64_t* pc
   return true;
 }
 
-sampler::Stack stack_of(const Entry& e) {
-  return {g.arena + e.off, e.depth, e.tid, e.serial, e.count.load(), e.nanos.load()};
+sampler::Stack stack_of(const Entry& e, uint64_t order) {
+  return {g.arena + e.off, e.depth, e.tid, e.serial, e.count.load(), e.nanos.load(), uint32_t(order)};
 }
 
 }  // namespace
@@ -158,15 +158,8 @@ std::string name(uint32_t serial) {
 // the stacks recorded, not of the table's 3 MiB (a short image records a
 // handful, and reading every slot faulted in every page of it).
 void for_each(void (*fn)(const sampler::Stack&, void*), void* arg) {
-  if (!g.log) return;
-  uint64_t end = g.log_used.load(std::memory_order_acquire);
-  if (end > kTableSize) end = kTableSize;
-  for (uint64_t i = 0; i < end; ++i) {
-    uint32_t v = __atomic_load_n(&g.log[i], __ATOMIC_ACQUIRE);
-    if (v == 0) continue;  // still being written (only while sampling goes on)
-    Entry& e = g.table[v - 1];
-    if (e.depth) fn(stack_of(e), arg);
-  }
+  uint64_t from_start = 0;
+  stack_table::for_each_since(&from_start, fn, arg);
 }
 
 void for_each_since(uint64_t* cursor, void (*fn)(const sampler::Stack&, void*), void* arg) {
@@ -177,7 +170,7 @@ void for_each_since(uint64_t* cursor, void (*fn)(const sampler::Stack&, void*), 
     uint32_t v = __atomic_load_n(&g.log[*cursor], __ATOMIC_ACQUIRE);
     if (v == 0) break;  // still being written: next time
     Entry& e = g.table[v - 1];
-    if (e.depth) fn(stack_of(e), arg);
+    if (e.depth) fn(stack_of(e, *cursor), arg);
   }
 }
 

@@ -3,7 +3,8 @@
 // threads, by serial. add() runs in the sampling signal handler: it takes no
 // lock and allocates nothing (open addressing, entries published with a
 // state word; the stacks' PCs in an arena). Entries are also logged in the
-// order they were published, so that a dlclose looks only at what is new.
+// order they were published, so that a dlclose looks only at what is new
+// and a snapshot finds each entry's values at the previous one by its place.
 // Internal to the sampler (sampler.h is the interface).
 #pragma once
 #include <stdint.h>

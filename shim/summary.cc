@@ -74,6 +74,17 @@ std::string format(const Figures& f) {
     s += b;
   }
   if (!f.unnamed.empty()) s += " | " + f.unnamed;
+  if (f.snapshots) {
+    snprintf(b, sizeof b, " | %llu snapshot%s: ", (unsigned long long)f.snapshots, f.snapshots == 1 ? "" : "s");
+    s += b + f.first_snapshot;
+    if (f.snapshots > 1) s += " to " + f.last_snapshot;
+    snprintf(b, sizeof b, " (%llu kept)", (unsigned long long)f.snapshots_kept);
+    s += b;
+  }
+  if (f.peaks) {
+    snprintf(b, sizeof b, " | %llu heap peak%s written", (unsigned long long)f.peaks, f.peaks == 1 ? "" : "s");
+    s += b;
+  }
   if (!f.who.empty()) s += " | " + f.who;
   return s;
 }

@@ -28,6 +28,11 @@ struct Figures {
   uint64_t heap_inuse_bytes = 0;   // the heap profile's inuse_space total
   bool heap_seen = true;           // false: the program's malloc is not ours
   double stop_ms = 0, symbolize_ms = 0;
+  // While running (snapshot.h): numbered sets written, the first and last
+  // as "DIR/NAME.<seq>.*", how many are still on disk; heap-peak files
+  // written (the kept one is among files).
+  uint64_t snapshots = 0, snapshots_kept = 0, peaks = 0;
+  std::string first_snapshot, last_snapshot;
   uint64_t names_cut = 0;          // addresses left unnamed when the names' time ran out
   std::string unnamed;              // unnamed::hint, if most of the CPU has no names
   std::string who;                 // "pid N (parent M): argv" (identity::brief), last on the line

@@ -37,6 +37,11 @@ class TestFailure(AssertionError):
     pass
 
 
+class Skip(Exception):
+    """Raised by a test that cannot run on this machine (say why): reported
+    as SKIP, never counted as passed."""
+
+
 def check(cond, msg):
     if not cond:
         raise TestFailure(msg)

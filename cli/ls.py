@@ -1,0 +1,136 @@
+"""ls: one line per process image in a directory of profiles, root
+first, then the largest; one header per session (one run of a root
+program with everything it started). The report uses the same rows."""
+
+import os
+import time
+
+import images
+
+KNOWN = ("cpu", "heap", "wait")
+
+
+def fmt_value(v, unit):
+    """A total in its unit's natural form: 1.42 s, 31.5 MiB, 1234."""
+    if v is None:
+        return "-"
+    if unit == "nanoseconds":
+        return "%.2f s" % (v / 1e9)
+    if unit == "bytes":
+        return "%.1f MiB" % (v / 1048576.0)
+    return "%d" % v
+
+
+def extras(img):
+    """What else the image wrote: other kinds with their default total,
+    snapshot counts, files that are not profiles."""
+    out = []
+    for kind in sorted(img.files):
+        fs = img.files[kind]
+        f = fs[0]
+        if kind not in KNOWN:
+            s = f.summary
+            if s and s.types:
+                t = s.default_type
+                out.append("%s %s" % (kind, fmt_value(s.total(t), s.unit(t))))
+            else:
+                out.append(kind)
+        snaps = [x for x in fs if x.seq]
+        if snaps:
+            out.append("%d %s snapshot%s" % (len(snaps), kind, "" if len(snaps) == 1 else "s"))
+    for p in img.others:
+        out.append(os.path.basename(p)[len(img.base) + 1:])
+    return ", ".join(out)
+
+
+def row(img):
+    final = {k: img.final(k) for k in KNOWN}
+    stopped = img.stopped or "?"
+    if all(f is None or f.seq for f in final.values()) and any(final.values()):
+        stopped = "not stopped (snapshot %s)" % next(f.seq for f in final.values() if f)
+    return {
+        "name": img.base,
+        "program": img.program,
+        "pid": str(img.pid) if img.pid is not None else "?",
+        "parent": str(img.parent) if img.parent is not None else "?",
+        "stopped": stopped,
+        "cpu": fmt_value(img.cpu_ns(), "nanoseconds") if final["cpu"] else "-",
+        "heap": fmt_value(img.heap_bytes(), "bytes") if final["heap"] else "-",
+        "wait": fmt_value(img.wait_ns(), "nanoseconds") if final["wait"] else "-",
+        "more": extras(img),
+        "command": clip(img.argv),
+    }
+
+
+def clip(text, width=60):
+    """A command line short enough for a terminal's row (the whole one is
+    in the report and in `go tool pprof -comments`)."""
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+COLUMNS = [("name", "NAME"), ("program", "PROGRAM"), ("pid", "PID"), ("parent", "PARENT"),
+           ("stopped", "STOPPED BY"), ("cpu", "CPU"), ("heap", "HEAP IN USE"), ("wait", "WAIT"),
+           ("more", "MORE"), ("command", "COMMAND")]
+RIGHT = {"pid", "parent", "cpu", "heap", "wait"}
+
+
+def header(sess):
+    root = sess.root
+    start = images._start(sess.key)
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(start)) if start else "?"
+    who = ("root %s pid %s" % (root.program, root.pid)) if root else "root's files not here"
+    return "%s: %s, started %s, %d image%s, cpu %s in all" % (
+        sess.name, who, when, len(sess.images), "" if len(sess.images) == 1 else "s",
+        fmt_value(sess.cpu_ns(), "nanoseconds"))
+
+
+def columns(rows):
+    """The columns some row has a value in (and the first four always)."""
+    return [(k, h) for k, h in COLUMNS if k in ("name", "program", "pid", "stopped")
+            or any(r[k] not in ("-", "") for r in rows)]
+
+
+def table(rows):
+    cols = columns(rows)
+    width = {k: max([len(h)] + [len(r[k]) for r in rows]) for k, h in cols}
+    def line(vals):
+        cells = [(vals[k].rjust(width[k]) if k in RIGHT else vals[k].ljust(width[k])) for k, _ in cols]
+        return "  " + "  ".join(cells).rstrip()
+    return [line(dict(cols))] + [line(r) for r in rows]
+
+
+def targets(arg):
+    """(directory, name prefix or None) of DIR or DIR/NAME."""
+    if os.path.isdir(arg):
+        return arg, None
+    d, name = os.path.split(arg)
+    return d or ".", name
+
+
+def main(args, out, err):
+    if not args:
+        args = ["."]
+    status = 0
+    for arg in args:
+        d, prefix = targets(arg)
+        if not os.path.isdir(d):
+            err("%s: no such directory" % d)
+            status = 66
+            continue
+        imgs, _ = images.scan(d, prefix)
+        if not imgs:
+            err("%s: no profiles%s" % (d, (" named %s.*" % prefix) if prefix else ""))
+            status = 66
+            continue
+        if len(args) > 1:
+            out("%s:" % arg)
+        for sess in images.sessions(imgs):
+            out(header(sess))
+            for line in table([row(i) for i in sess.images]):
+                out(line)
+        for img in imgs:
+            for f in (f for fs in img.files.values() for f in fs):
+                if f.error:
+                    err(f.error)
+                    status = 65
+    return status

@@ -1,0 +1,78 @@
+"""Helpers for the tests of the profshim command (scripts/profshim and
+cli/): running it, its option table, and a small process tree to read."""
+
+import os
+import re
+import subprocess
+
+from common import check, run_program
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PROFSHIM = os.path.join(REPO, "scripts", "profshim")
+CLI = os.path.join(REPO, "cli")
+
+
+def profshim(ctx, args, cwd=None, exe=PROFSHIM, env=None, timeout=120, **extra):
+    """Runs the command (the build's library) and returns a Result."""
+    e = ctx.env(preload=False) if env is None else env
+    e.setdefault("PROFSHIM_LIB", ctx.lib)
+    e.update(extra)
+    return run_program([exe] + list(args), e, cwd or ctx.mkdtemp("cwd"), timeout=timeout)
+
+
+def shim_table():
+    """[(VARIABLE, default, help)] read from shim/config.cc's table itself
+    (C string literals joined), not from the build's dump of it."""
+    src = open(os.path.join(REPO, "shim", "config.cc")).read()
+    body = src[src.index("const Var kVars[]"):]
+    body = body[:body.index("};")]
+    rows = []
+    for m in re.finditer(r"\{((?:\s*\"(?:[^\"\\]|\\.)*\"\s*,?)+)\}", body):
+        fields, cur = [], None
+        for part in re.finditer(r"\"((?:[^\"\\]|\\.)*)\"|(,)", m.group(1)):
+            if part.group(2):
+                fields.append(cur)
+                cur = None
+            else:
+                cur = (cur or "") + part.group(1)
+        if cur is not None:
+            fields.append(cur)
+        rows.append(tuple(fields))
+    check(len(rows) >= 5 and all(len(r) == 3 for r in rows), "cannot read shim/config.cc's table: %s" % rows)
+    return rows
+
+
+def tree(ctx, name="tree"):
+    """A real fork/exec tree under `profshim run`: sh runs fork_exec fork
+    (a parent and its forked child) and fork_exec exec (an image before
+    and after exec). Returns (result, dir, {pid: [stem, ...]} from the
+    summary lines the images printed)."""
+    d = ctx.mkdtemp("prof")
+    fe = ctx.workload("fork_exec")
+    r = profshim(ctx, ["run", "-d", d, "-n", name, "--", "/bin/sh", "-c", "%s fork && %s exec" % (fe, fe)])
+    check(r.rc == 0, "the tree failed:\n%s" % r.describe())
+    stems = {}
+    for line in r.summary_lines():
+        m = re.search(r"\| pid (\d+) \(parent", line)
+        files = re.findall(r"(\S+)\.(?:cpu|heap|wait)\.pprof", line)
+        check(m and files, "summary line without pid or files: %s" % line)
+        stems.setdefault(int(m.group(1)), []).append(os.path.basename(files[0]))
+    return r, d, stems
+
+
+def ls_rows(text):
+    """[(NAME, PROGRAM, PID, line)] for each image row of `profshim ls`."""
+    out = []
+    for line in text.splitlines():
+        if line.startswith("  ") and not line.strip().startswith("NAME "):
+            v = line.split()
+            out.append((v[0], v[1], v[2], line))
+    return out
+
+
+def subprocess_ok(argv, **kw):
+    p = subprocess.run(argv, capture_output=True, **kw)
+    check(p.returncode == 0, "%s failed (%d):\n%s%s" % (" ".join(argv), p.returncode,
+                                                        p.stdout.decode(errors="replace")[-2000:],
+                                                        p.stderr.decode(errors="replace")[-2000:]))
+    return p.stdout.decode(errors="replace")

@@ -1,0 +1,78 @@
+"""env/: the drop-in loads cleanly in a sandboxed sample unit
+(`systemd-analyze verify`, which needs no running manager), and the
+EnvironmentFile, parsed by systemd's own parser, sets exactly what it
+should."""
+
+import os
+import shutil
+import subprocess
+
+from cli_helpers import REPO, shim_table
+from common import check, indent
+
+SAMPLE = """[Unit]
+Description=a service to profile once
+[Service]
+ExecStart=/bin/sleep 1000
+User=nobody
+PrivateTmp=yes
+ProtectSystem=strict
+ProtectHome=yes
+"""
+GENERATOR = "systemd/user-environment-generators/30-systemd-environment-d-generator"
+
+
+def _tool(path_or_name, package):
+    found = shutil.which(path_or_name) if "/" not in path_or_name else (
+        path_or_name if os.access(path_or_name, os.X_OK) else None)
+    check(found, "%s not found: install Debian's %s (scripts/install-deps does)" % (path_or_name, package))
+    return found
+
+
+def test_dropin_passes_systemd_analyze_verify(ctx):
+    exe = _tool("systemd-analyze", "systemd")
+    unit_dir = os.path.join(ctx.mkdtemp("units"), "system")
+    os.makedirs(os.path.join(unit_dir, "sample.service.d"))
+    with open(os.path.join(unit_dir, "sample.service"), "w") as f:
+        f.write(SAMPLE)
+    dropin = os.path.join(unit_dir, "sample.service.d", "profshim.conf")
+    shutil.copy(os.path.join(REPO, "env", "profshim.conf"), dropin)
+    p = subprocess.run([exe, "verify", "--man=no", os.path.join(unit_dir, "sample.service")],
+                       capture_output=True, timeout=60, env=dict(os.environ, SYSTEMD_LOG_LEVEL="info"))
+    said = (p.stdout + p.stderr).decode(errors="replace")
+    check(p.returncode == 0, "systemd-analyze verify failed (%d):\n%s" % (p.returncode, indent(said)))
+    # verify loads the drop-in and only warns about what it ignores there
+    # (an unknown key, a bad value, an unnormalized path): none may appear.
+    check("profshim.conf" not in said, "systemd-analyze warns about the drop-in:\n%s" % indent(said))
+    text = open(dropin).read()
+    for want in ("StateDirectory=profshim/%N", "PROFILE_DIR=%S/profshim/%N", "LD_PRELOAD="):
+        check(want in text, "the drop-in should set %s:\n%s" % (want, indent(text)))
+
+
+def _generated(exe, conf_dir):
+    p = subprocess.run([exe], env={"XDG_CONFIG_HOME": conf_dir, "PATH": "/usr/bin:/bin"},
+                       capture_output=True, timeout=30)
+    check(p.returncode == 0, "%s failed: %s" % (exe, p.stderr.decode(errors="replace")))
+    return dict(l.split("=", 1) for l in p.stdout.decode().splitlines() if "=" in l)
+
+
+def test_environment_file_as_systemd_parses_it(ctx):
+    # systemd's environment.d generator reads its files with load_env_file,
+    # the parser of EnvironmentFile=; it also expands $VAR, which an
+    # EnvironmentFile does not: the file has no '$', so both read the same.
+    gen = next((p for p in ("/usr/lib/" + GENERATOR, "/lib/" + GENERATOR) if os.access(p, os.X_OK)), None)
+    check(gen, "systemd's environment.d generator (%s) not found: install Debian's systemd" % GENERATOR)
+    text = open(os.path.join(REPO, "env", "profshim.env")).read()
+    check("$" not in text, "the EnvironmentFile must not use $ (EnvironmentFile= does not expand it)")
+    empty, conf = ctx.mkdtemp("xdg0"), ctx.mkdtemp("xdg")
+    os.makedirs(os.path.join(conf, "environment.d"))
+    shutil.copy(os.path.join(REPO, "env", "profshim.env"), os.path.join(conf, "environment.d", "profshim.conf"))
+    before, after = _generated(gen, empty), _generated(gen, conf)
+    got = {k: v for k, v in after.items() if before.get(k) != v}
+    want = {"LD_PRELOAD": "/usr/local/lib/libprofshim.so", "PROFILE_DIR": "/var/lib/profshim/service",
+            "PROFILE_NAME": "service"}
+    check(got == want, "the EnvironmentFile should set exactly %s, systemd reads %s" % (want, got))
+    # Every other variable of the shim's table is there, commented, at its default.
+    for var, default, _ in shim_table():
+        if var not in want:
+            check("#%s=%s\n" % (var, default) in text, "profshim.env lacks the line #%s=%s" % (var, default))
