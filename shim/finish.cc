@@ -299,15 +299,15 @@ void write(Set& set, const Target& to, Written* out) {
   Symbols sym;
   for (const auto& p : set.parts) gather(p.samples, &sym);
   uint64_t t_sym = sys::now_ns(CLOCK_MONOTONIC);
-  {
-    symbolize::Session session(set.maps);
-    if (to.names)
-      lookup_reusing(session, to.names, &sym);
-    else
-      sym.cut = session.lookup(sym.addrs, &sym.results, to.names_deadline_mono_ns);
-    sym.mappings = session.mappings();
-    sym.loaded_for_shim = session.loaded_for_shim();
-  }
+  // The session outlives the profiles' writing: what it looked up is kept
+  // for the images after it once they are written.
+  symbolize::Session session(set.maps, true, to.symbol_cache);
+  if (to.names)
+    lookup_reusing(session, to.names, &sym);
+  else
+    sym.cut = session.lookup(sym.addrs, &sym.results, to.names_deadline_mono_ns);
+  sym.mappings = session.mappings();
+  sym.loaded_for_shim = session.loaded_for_shim();
   out->symbolize_ms = double(sys::now_ns(CLOCK_MONOTONIC) - t_sym) / 1e6;
   out->names_cut = sym.cut;
   if (const engine::Part* cpu = set.part("cpu")) out->unnamed = unnamed_hint(*cpu, sym);
@@ -316,6 +316,12 @@ void write(Set& set, const Target& to, Written* out) {
   const identity::Identity who = identity::read(image::pid(), to.start_real_ns);
   out->who = identity::brief(who);
   for (const auto& p : set.parts) emit(p, sym, to, who, &out->files, &set.errors);
+  // What this image looked up, for the images after it: once its own
+  // profiles are written (and not when none could be).
+  if (!to.symbol_cache.empty() && !out->files.empty()) session.keep();
+  out->symbols_cached = session.cache_stats().cached;
+  out->symbols_looked_up = session.cache_stats().looked_up;
+  if (!session.error().empty()) set.errors.push_back("symbols: " + session.error());
 }
 
 void run(Context& ctx) {
@@ -342,6 +348,7 @@ void run(Context& ctx) {
   to.dir = cfg.dir, to.stem = ctx.stem, to.why = std::string("stopped by ") + ctx.how;
   to.start_real_ns = ctx.start_real_ns;
   to.names_deadline_mono_ns = names_deadline(ctx);
+  to.symbol_cache = cfg.dir;
   Written w;
   write(set, to, &w);
   f.files = std::move(w.files);
@@ -349,6 +356,8 @@ void run(Context& ctx) {
   f.names_cut = w.names_cut;
   f.unnamed = std::move(w.unnamed);
   f.who = std::move(w.who);
+  f.symbols_cached = w.symbols_cached;
+  f.symbols_looked_up = w.symbols_looked_up;
   for (int i = 0; i < n; ++i) {
     const engine::Part* mine = nullptr;
     for (size_t j = 0; j < set.parts.size(); ++j)

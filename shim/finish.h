@@ -65,6 +65,7 @@ struct Target {
   uint64_t start_real_ns = 0;            // the image's start, in its identity's comments (identity.h)
   uint64_t names_deadline_mono_ns = 0;   // addresses past it get no name (0: no bound)
   NameCache* names = nullptr;             // the snapshot worker's: names kept from its earlier sets
+  std::string symbol_cache;              // PROFILE_DIR whose symbol cache the stop reads and adds to; "" none
 };
 // What writing a set did.
 struct Written {
@@ -73,6 +74,7 @@ struct Written {
   size_t names_cut = 0;                  // addresses left unnamed at the deadline
   std::string unnamed;                   // unnamed::hint of the CPU part, if most of it has no names
   std::string who;                       // identity::brief, for a summary line
+  uint64_t symbols_cached = 0, symbols_looked_up = 0;  // addresses from the symbol cache, and with libdw
 };
 
 // Writes each part of the set; every sample carries the image's pid and

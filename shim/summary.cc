@@ -68,6 +68,11 @@ std::string format(const Figures& f) {
     s += b;
   }
   s += ")";
+  if (f.symbols_cached + f.symbols_looked_up) {
+    snprintf(b, sizeof b, " | %llu of %llu addresses from the symbol cache", (unsigned long long)f.symbols_cached,
+             (unsigned long long)(f.symbols_cached + f.symbols_looked_up));
+    s += b;
+  }
   if (!f.unnamed.empty()) s += " | " + f.unnamed;
   if (f.snapshots) {
     snprintf(b, sizeof b, " | %llu snapshot%s: ", (unsigned long long)f.snapshots, f.snapshots == 1 ? "" : "s");

@@ -36,6 +36,9 @@ struct Figures {
   uint64_t names_cut = 0;          // addresses left unnamed when the names' time ran out
   std::string unnamed;              // unnamed::hint, if most of the CPU has no names
   std::string who;                 // "pid N (parent M): argv" (identity::brief), last on the line
+  // Addresses named from the symbol cache of the session's images, and
+  // looked up with libdw.
+  uint64_t symbols_cached = 0, symbols_looked_up = 0;
 };
 
 std::string format(const Figures& f);
