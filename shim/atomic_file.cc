@@ -15,7 +15,6 @@
 namespace atomic_file {
 
 ssize_t (*write_fn)(int, const void*, size_t) = ::write;
-int (*fsync_fn)(int) = ::fsync;
 
 namespace {
 
@@ -158,7 +157,6 @@ std::string write(const std::string& dir, const std::string& name, const std::st
   if (fd < 0) return why("cannot create a temporary for", target, err);
   note_temp(tmp);
   bool ok = write_all(fd, data, &err);
-  if (ok && fsync_fn(fd) != 0) ok = false, err = errno;
   if (close(fd) != 0 && ok) ok = false, err = errno;
   int idle = kIdle;
   g_inflight.writer.store(gettid());

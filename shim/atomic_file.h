@@ -1,8 +1,8 @@
 // atomic_file: the only code that creates directories and files for the
 // profiles, never group- or world-writable whatever the umask. A profile is written to a hidden temporary beside its target
-// (O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC), synced, then renamed over the
-// target, so a reader never sees a partial file and a symlink planted at the
-// final name is replaced, never followed. The I/O calls go through mutable
+// (O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC), then renamed over the target, so a
+// reader never sees a partial file and a symlink planted at the final name
+// is replaced, never followed. Not fsync()ed: docs/DESIGN.md, "Writing". The I/O calls go through mutable
 // pointers so unit tests can fail the Nth write.
 #pragma once
 #include <stddef.h>
@@ -33,6 +33,5 @@ int renamed_count();
 const char* renamed_path(int i);
 
 extern ssize_t (*write_fn)(int fd, const void* buf, size_t n);
-extern int (*fsync_fn)(int fd);
 
 }  // namespace atomic_file

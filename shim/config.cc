@@ -1,6 +1,8 @@
 // config: parses PROFILE_* strictly; see config.h.
 #include "config.h"
 
+#include <signal.h>
+
 #include <cstring>
 
 namespace config {
@@ -15,6 +17,14 @@ const Var kVars[] = {
     {"PROFILE_WAIT_SAMPLE", "100000000",
      "nanoseconds of waiting per wait-profile sample, 0..60000000000; 0 = no wait profile"},
     {"PROFILE_STOP_TIMEOUT", "10", "seconds a stop may spend writing before it gives up, 0.1..3600"},
+    {"PROFILE_PEAK_FLOOR", "64M",
+     "heap in use below which no NAME.heap-peak.pprof is written, bytes (suffix K, M or G); 0 = none"},
+    {"PROFILE_PEAK_AFTER", "10", "seconds an image runs before its first heap-peak file, 0..86400"},
+    {"PROFILE_INTERVAL", "0", "a snapshot every such duration while running: 1s..30d, as 30s, 5m, 1h; 0 = none"},
+    {"PROFILE_SNAPSHOT_SIGNAL", "0", "a signal that asks for a snapshot, as USR2 or RTMIN+3; 0 = none"},
+    {"PROFILE_SNAPSHOT_TRIGGER", "0", "1: touching DIR/NAME.snapshot asks for a snapshot (polled each second)"},
+    {"PROFILE_SNAPSHOT_KEEP", "10", "numbered snapshot sets left on disk, oldest removed first, 1..100000"},
+    {"PROFILE_MEM_HZ", "0", "rows of NAME.mem.tsv per second besides one per snapshot and peak, 0..100"},
 };
 
 // Whole-string decimal; rejects signs, spaces, empty and overflow.
@@ -31,13 +41,13 @@ bool parse_u64(const char* s, uint64_t max, uint64_t* out) {
   return true;
 }
 
-// Seconds as "N" or "N.F" (at most 3 decimals), returned in milliseconds.
-bool parse_seconds_ms(const char* s, uint64_t* ms) {
+// "N" or "N.F" (at most 3 decimals, N at most max_whole), in thousandths.
+bool parse_milli(const char* s, uint64_t max_whole, uint64_t* ms) {
   if (!s || !*s) return false;
   const char* dot = std::strchr(s, '.');
   std::string whole(s, dot ? size_t(dot - s) : std::strlen(s));
   uint64_t w = 0, frac = 0;
-  if (!parse_u64(whole.c_str(), 3600, &w)) return false;
+  if (!parse_u64(whole.c_str(), max_whole, &w)) return false;
   if (dot) {
     std::string f(dot + 1);
     if (f.empty() || f.size() > 3) return false;
@@ -48,11 +58,74 @@ bool parse_seconds_ms(const char* s, uint64_t* ms) {
   return true;
 }
 
+// Seconds as "N" or "N.F", up to an hour, in milliseconds.
+bool parse_seconds_ms(const char* s, uint64_t* ms) { return parse_milli(s, 3600, ms); }
+
+// Bytes, with an optional binary suffix K, M or G.
+bool parse_bytes(const char* s, uint64_t max, uint64_t* out) {
+  if (!s || !*s) return false;
+  std::string digits(s);
+  unsigned shift = 0;
+  switch (digits.back()) {
+    case 'K': shift = 10; break;
+    case 'M': shift = 20; break;
+    case 'G': shift = 30; break;
+    default: break;
+  }
+  if (shift) digits.pop_back();
+  uint64_t v = 0;
+  if (!parse_u64(digits.c_str(), max >> shift, &v)) return false;
+  *out = v << shift;
+  return true;
+}
+
+// A duration with its unit: "500ms", "30s", "1.5m", "5m", "1h", "2d".
+bool parse_duration_ms(const char* s, uint64_t* ms) {
+  static const struct { const char* unit; uint64_t ms; } kUnits[] = {
+      {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000}};
+  if (!s || !*s) return false;
+  size_t n = std::strlen(s), digits = n;
+  while (digits > 0 && !(s[digits - 1] >= '0' && s[digits - 1] <= '9')) --digits;
+  std::string number(s, digits), unit(s + digits);
+  for (const auto& u : kUnits) {
+    if (unit != u.unit) continue;
+    uint64_t thousandths = 0;  // of the unit
+    if (!parse_milli(number.c_str(), 100000000, &thousandths)) return false;
+    *ms = thousandths * u.ms / 1000;
+    return true;
+  }
+  return false;
+}
+
 std::string bad(const char* var, const char* val, const char* want) {
   return std::string(var) + "='" + val + "' is malformed: expected " + want;
 }
 
 }  // namespace
+
+int snapshot_signal_number(const char* name) {
+  // Ending the process by default, and not a fault: a snapshot in place of
+  // the death nobody asked for when the operator sends it.
+  static const struct { const char* name; int sig; } kNames[] = {
+      {"HUP", SIGHUP},   {"INT", SIGINT},     {"QUIT", SIGQUIT}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2},
+      {"PIPE", SIGPIPE}, {"ALRM", SIGALRM},   {"TERM", SIGTERM}, {"VTALRM", SIGVTALRM},
+      {"PROF", SIGPROF}, {"XCPU", SIGXCPU},   {"XFSZ", SIGXFSZ}, {"PWR", SIGPWR}};
+  if (!name) return 0;
+  if (std::strncmp(name, "SIG", 3) == 0) name += 3;
+  for (const auto& k : kNames)
+    if (std::strcmp(name, k.name) == 0) return k.sig;
+  int base = 0, sign = 0;
+  if (std::strncmp(name, "RTMIN", 5) == 0) base = SIGRTMIN, sign = 1;
+  if (std::strncmp(name, "RTMAX", 5) == 0) base = SIGRTMAX, sign = -1;
+  if (!sign) return 0;
+  uint64_t off = 0;
+  if (name[5] != 0 && !((name[5] == '+' && sign > 0) || (name[5] == '-' && sign < 0))) return 0;
+  if (name[5] != 0 && !parse_u64(name + 6, 64, &off)) return 0;
+  int sig = base + sign * int(off);
+  // SIGRTMAX-4 is the shim's own signal (own_signal.h).
+  if (sig < SIGRTMIN || sig > SIGRTMAX || sig == SIGRTMAX - 4) return 0;
+  return sig;
+}
 
 std::string unknown_vars(const char* const* envp) {
   std::string out;
@@ -133,6 +206,40 @@ std::string parse(Getenv get, Config* out) {
     if (!parse_seconds_ms(s, &v) || v < 100)
       return bad("PROFILE_STOP_TIMEOUT", s, "seconds from 0.1 to 3600 (e.g. 10 or 2.5)");
     c.stop_timeout_ms = v;
+  }
+  if (const char* s = get("PROFILE_PEAK_FLOOR")) {
+    if (!parse_bytes(s, uint64_t(1) << 50, &v))
+      return bad("PROFILE_PEAK_FLOOR", s, "bytes from 0 to 2^50, with an optional suffix K, M or G (e.g. 64M)");
+    c.peak_floor = v;
+  }
+  if (const char* s = get("PROFILE_PEAK_AFTER")) {
+    if (!parse_milli(s, 86400, &v) || v > 86400000)
+      return bad("PROFILE_PEAK_AFTER", s, "seconds from 0 to 86400 (e.g. 10 or 2.5)");
+    c.peak_after_ms = v;
+  }
+  if (const char* s = get("PROFILE_INTERVAL")) {
+    if (std::strcmp(s, "0") != 0 && (!parse_duration_ms(s, &v) || v < 1000 || v > 30 * 86400000ull))
+      return bad("PROFILE_INTERVAL", s, "a duration from 1s to 30d with its unit (e.g. 30s, 5m, 1h), or 0");
+    c.interval_ms = std::strcmp(s, "0") == 0 ? 0 : v;
+  }
+  if (const char* s = get("PROFILE_SNAPSHOT_SIGNAL")) {
+    if (std::strcmp(s, "0") != 0 && !(c.snapshot_signal = snapshot_signal_number(s)))
+      return bad("PROFILE_SNAPSHOT_SIGNAL", s,
+                 "a signal name such as USR2, HUP or RTMIN+3 (one that ends a process by default, "
+                 "not a fault, not the shim's own SIGRTMAX-4)");
+  }
+  if (const char* s = get("PROFILE_SNAPSHOT_TRIGGER")) {
+    if (std::strcmp(s, "0") != 0 && std::strcmp(s, "1") != 0) return bad("PROFILE_SNAPSHOT_TRIGGER", s, "0 or 1");
+    c.snapshot_trigger = s[0] == '1';
+  }
+  if (const char* s = get("PROFILE_SNAPSHOT_KEEP")) {
+    if (!parse_u64(s, 100000, &v) || v < 1) return bad("PROFILE_SNAPSHOT_KEEP", s, "an integer from 1 to 100000");
+    c.snapshot_keep = uint32_t(v);
+  }
+  if (const char* s = get("PROFILE_MEM_HZ")) {
+    if (!parse_milli(s, 100, &v) || v > 100000)
+      return bad("PROFILE_MEM_HZ", s, "rows per second from 0 to 100, at most 3 decimals (e.g. 1 or 0.1)");
+    c.mem_millihz = v;
   }
   *out = c;
   return "";

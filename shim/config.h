@@ -17,6 +17,14 @@ struct Config {
   unsigned heap_lg_sample = 19;   // log2 of the period jemalloc really uses
   uint64_t stop_timeout_ms = 10000;  // PROFILE_STOP_TIMEOUT
   uint64_t wait_sample_ns = 100000000;  // PROFILE_WAIT_SAMPLE (100 ms, docs/CONFIG.md); 0 = no wait profile
+  // While running (docs/CONFIG.md, "While the program runs").
+  uint64_t peak_floor = uint64_t(64) << 20;  // PROFILE_PEAK_FLOOR; 0 = no heap-peak file
+  uint64_t peak_after_ms = 10000;            // PROFILE_PEAK_AFTER
+  uint64_t interval_ms = 0;                  // PROFILE_INTERVAL; 0 = no periodic snapshot
+  int snapshot_signal = 0;                   // PROFILE_SNAPSHOT_SIGNAL; 0 = none
+  bool snapshot_trigger = false;             // PROFILE_SNAPSHOT_TRIGGER: poll DIR/NAME.snapshot
+  uint32_t snapshot_keep = 10;               // PROFILE_SNAPSHOT_KEEP: numbered sets left on disk
+  uint64_t mem_millihz = 0;                  // PROFILE_MEM_HZ x 1000; 0 = rows only per snapshot and peak
 };
 
 using Getenv = const char* (*)(const char*);
@@ -32,6 +40,11 @@ std::string slug(const std::string& in);
 // The power of two jemalloc will sample at for a requested mean: the nearest
 // in log space, ties up (docs/CONFIG.md).
 unsigned lg_for_sample(uint64_t bytes);
+
+// A signal named as PROFILE_SNAPSHOT_SIGNAL takes it ("USR2", "SIGUSR2",
+// "RTMIN+3"): one whose default action ends the process and that is neither
+// a fault nor the shim's own; 0 if name is not one.
+int snapshot_signal_number(const char* name);
 
 // The PROFILE_* names in envp that are not ours (a misspelling such as
 // PROFILE_CPU_HERTZ), comma-separated; "" if none.

@@ -1,7 +1,6 @@
-// finish: the stop pipeline; see finish.h.
+// finish: the writer of a set of profiles, and the stop; see finish.h.
 #include "finish.h"
 
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,25 +13,17 @@
 #include "atomic_file.h"
 #include "errline.h"
 #include "gzip.h"
-#include "heap.h"
-#include "heap_dump.h"
 #include "identity.h"
 #include "image.h"
 #include "pprof.h"
-#include "procmaps.h"
-#include "sampler.h"
+#include "snapshot.h"
 #include "summary.h"
-#include "stackwalk.h"
 #include "symbolize.h"
 #include "sys.h"
-#include "waits.h"
 #include "unnamed.h"
-#include "wrappers.h"
 
 namespace finish {
 namespace {
-
-struct Range { uint64_t lo, hi; };
 
 // The process's CPU clock when the shim loaded, and the pid it was read in.
 // An exec does not reset the clock (the image before it used what it used),
@@ -43,8 +34,8 @@ uint64_t g_load_cpu_ns;
 int g_load_pid;
 
 // First of the shim's constructors (a priority runs before the plain ones,
-// lifecycle's setup among them): the setup's CPU is the image's, and not
-// in the profile.
+// the setup among them): the setup's CPU is the image's, and not in the
+// profile.
 __attribute__((constructor(101))) void note_load_cpu() {
   const char* dir = getenv("PROFILE_DIR");
   if (!dir || !*dir) return;  // inert
@@ -56,97 +47,6 @@ uint64_t image_cpu_ns() {
   uint64_t now = sys::now_ns(CLOCK_PROCESS_CPUTIME_ID);
   uint64_t base = int(getpid()) == g_load_pid ? g_load_cpu_ns : 0;
   return now > base ? now - base : 0;
-}
-
-// Where the shim's own code is: the allocator's frames at the top of heap
-// stacks and the wrapper frames around main and thread starts are ours and
-// must not show in the program's profiles.
-struct Self {
-  std::vector<Range> text;
-  Range wrap, alloc;
-  bool in_text(uint64_t pc) const {
-    for (const auto& r : text)
-      if (pc >= r.lo && pc < r.hi) return true;
-    return false;
-  }
-  bool in_wrap(uint64_t pc) const { return pc >= wrap.lo && pc < wrap.hi; }
-  bool in_alloc(uint64_t pc) const { return pc >= alloc.lo && pc < alloc.hi; }
-  // The shim's own code, not the allocator it serves the program with: its
-  // wrappers, its signal handlers, its dlclose hook. Work done there on a
-  // program's thread is the program's call's cost, shown at the caller.
-  bool shim_own(uint64_t pc) const { return in_wrap(pc) || (in_text(pc) && !in_alloc(pc)); }
-};
-
-struct RawSample {
-  std::vector<uint64_t> addrs;  // adjusted to lie inside the instruction; leaf first
-  std::vector<int64_t> values;
-  int32_t tid = 0;
-  uint32_t serial = 0;  // the thread's, for its name
-  const char* call = nullptr;  // the wait profile's: the blocking call, its leaf and its label
-};
-
-// The shim's own mappings: every mapping of the file that holds this
-// function's code (matched by device, inode and path, not by the name
-// LD_PRELOAD used, which may go through a symlink or "..").
-Self self_ranges(const std::string& maps) {
-  Self s;
-  s.wrap = {wrappers::begin(), wrappers::end()};
-  s.alloc = {wrappers::alloc_begin(), wrappers::alloc_end()};
-  uint64_t me = reinterpret_cast<uint64_t>(&run);
-  std::vector<procmaps::Line> lines = procmaps::parse(maps);
-  for (const auto& mine : lines) {
-    if (me < mine.start || me >= mine.end) continue;
-    for (const auto& l : lines)
-      if (l.same_file(mine)) s.text.push_back({l.start, l.end});
-  }
-  return s;
-}
-
-void add_cpu(const sampler::Stack& st, void* arg) {
-  auto* a = static_cast<std::pair<const Self*, std::vector<RawSample>*>*>(arg);
-  RawSample r;
-  for (uint32_t i = 0; i < st.depth; ++i) {
-    uint64_t addr = stackwalk::lookup_addr(st.pcs[i]);
-    if (!a->first->shim_own(addr)) r.addrs.push_back(addr);
-  }
-  if (r.addrs.empty()) return;  // all the shim's (its own threads are not sampled)
-  r.values = {int64_t(st.count), int64_t(st.nanos)};
-  r.tid = st.tid;
-  r.serial = st.serial;
-  a->second->push_back(std::move(r));
-}
-
-// A wait stack starts at the blocking call's caller (waits.h); the
-// program's frames are kept as the CPU profile keeps them.
-void add_wait(const stack_table::Stack& st, void* arg) {
-  auto* a = static_cast<std::pair<const Self*, std::vector<RawSample>*>*>(arg);
-  RawSample r;
-  for (uint32_t i = 0; i < st.depth; ++i) {
-    uint64_t addr = stackwalk::lookup_addr(st.pcs[i]);
-    if (!a->first->shim_own(addr)) r.addrs.push_back(addr);
-  }
-  if (r.addrs.empty() || st.count == 0) return;
-  r.values = {int64_t(st.count), int64_t(st.nanos)};
-  r.tid = st.tid;
-  r.serial = st.serial;
-  r.call = waits::call_name(st.tag);
-  a->second->push_back(std::move(r));
-}
-
-void collect_heap(const heap_dump::Dump& d, const Self& self, std::vector<RawSample>* out) {
-  for (const auto& rec : d.records) {
-    RawSample r;
-    size_t i = 0;
-    while (i < rec.pcs.size() && self.in_alloc(rec.pcs[i] - 1)) ++i;  // the allocator
-    // Called from the shim's own code (its libstdc++'s static initialisers,
-    // say): the shim's allocation, not the program's.
-    if (i < rec.pcs.size() && self.in_text(rec.pcs[i] - 1) && !self.in_wrap(rec.pcs[i] - 1)) continue;
-    for (; i < rec.pcs.size(); ++i)
-      if (!self.in_wrap(rec.pcs[i] - 1)) r.addrs.push_back(rec.pcs[i] - 1);
-    r.values = {int64_t(rec.alloc_objects + 0.5), int64_t(rec.alloc_space + 0.5),
-                int64_t(rec.inuse_objects + 0.5), int64_t(rec.inuse_space + 0.5)};
-    out->push_back(std::move(r));
-  }
 }
 
 struct Symbols {
@@ -167,7 +67,7 @@ uint64_t names_deadline(const Context& ctx) {
   return end > reserve ? end - reserve : 1;
 }
 
-void gather(const std::vector<RawSample>& samples, Symbols* sym) {
+void gather(const std::vector<engine::Sample>& samples, Symbols* sym) {
   for (const auto& s : samples)
     for (uint64_t a : s.addrs)
       if (sym->index.emplace(a, sym->addrs.size()).second) sym->addrs.push_back(a);
@@ -177,7 +77,7 @@ void gather(const std::vector<RawSample>& samples, Symbols* sym) {
 // left out unless one of this profile's locations lies in it, and the has_*
 // flags say what every location of this profile in the mapping has. Returns
 // each mapping's id (0: left out).
-std::vector<uint64_t> add_mappings(pprof::Builder& b, const std::vector<RawSample>& samples,
+std::vector<uint64_t> add_mappings(pprof::Builder& b, const std::vector<engine::Sample>& samples,
                                    const Symbols& sym) {
   std::vector<symbolize::Coverage> cov(sym.mappings.size());
   std::vector<bool> seen(sym.addrs.size(), false);
@@ -208,17 +108,15 @@ std::vector<pprof::Label> image_labels(const identity::Identity& id) {
   return {pid, prog};
 }
 
-// thread_name: where the samples' threads are named (null: no thread labels).
-void fill(pprof::Builder& b, const std::vector<RawSample>& samples, const Symbols& sym,
-          std::string (*thread_name)(uint32_t), const identity::Identity& who) {
+void fill(pprof::Builder& b, const std::vector<engine::Sample>& samples, const Symbols& sym,
+          const identity::Identity& who) {
   const std::vector<pprof::Label> common = image_labels(who);
   const std::vector<uint64_t> mapping_id = add_mappings(b, samples, sym);
   std::unordered_map<uint64_t, uint64_t> loc;
-  std::unordered_map<uint32_t, std::string> names;
   for (const auto& s : samples) {
     std::vector<uint64_t> ids;
-    // A wait's leaf is the blocking call itself, by its libc name, in no mapping.
-    if (s.call) ids.push_back(b.add_location(0, 0, {pprof::Frame{s.call, s.call, "", 0, 0}}));
+    // Named alone, in no mapping (the builder keeps one location per name).
+    if (!s.leaf.empty()) ids.push_back(b.add_location(0, 0, {pprof::Frame{s.leaf, s.leaf, "", 0, 0}}));
     for (uint64_t a : s.addrs) {
       auto it = loc.find(a);
       if (it == loc.end()) {
@@ -229,31 +127,16 @@ void fill(pprof::Builder& b, const std::vector<RawSample>& samples, const Symbol
       ids.push_back(it->second);
     }
     std::vector<pprof::Label> ls = common;
-    if (s.call) {
-      pprof::Label c;
-      c.key = "call", c.str = s.call;
-      ls.push_back(c);
-    }
-    if (thread_name) {
-      auto n = names.find(s.serial);
-      if (n == names.end()) n = names.emplace(s.serial, thread_name(s.serial)).first;
-      pprof::Label id;
-      id.key = "thread_id", id.num = s.tid, id.is_num = true;
-      ls.push_back(id);
-      if (!n->second.empty()) {
-        pprof::Label nm;
-        nm.key = "thread_name", nm.str = n->second;
-        ls.push_back(nm);
-      }
-    }
+    ls.insert(ls.end(), s.labels.begin(), s.labels.end());
     b.add_sample(ids, s.values, ls);
   }
 }
 
-std::string unnamed_hint(const std::vector<RawSample>& cpu, const Symbols& sym) {
+// The CPU part's leaves: whether most of its CPU has no names (unnamed.h).
+std::string unnamed_hint(const engine::Part& cpu, const Symbols& sym) {
   std::vector<unnamed::Leaf> leaves;
-  for (const auto& s : cpu) {
-    if (s.addrs.empty()) continue;
+  for (const auto& s : cpu.samples) {
+    if (s.addrs.empty() || s.values.size() < 2) continue;
     const symbolize::Result& r = sym.results[sym.index.at(s.addrs[0])];
     leaves.push_back({r.mapping, !r.frames.empty() && !r.frames[0].name.empty(), uint64_t(s.values[1])});
   }
@@ -262,77 +145,37 @@ std::string unnamed_hint(const std::vector<RawSample>& cpu, const Symbols& sym) 
   return unnamed::hint(leaves, paths);
 }
 
-// Teardown errors are collected and reported in the one line at the end:
-// the stop says once what it could not do, whatever the number of files.
-bool emit(pprof::Builder& b, Context& ctx, const char* kind, summary::Figures* f,
-          std::vector<std::string>* errors) {
-  std::string bad = b.check_valid();
-  std::string name = ctx.stem + "." + kind + ".pprof";
-  if (!bad.empty()) {
-    errors->push_back(std::string(kind) + " profile is invalid, not written: " + bad);
-    return false;
-  }
-  std::string gz, err;
-  if (!gzip::compress(b.encode(), &gz, &err, image::marker())) {
-    errors->push_back("compressing " + name + ": " + err);
-    return false;
-  }
-  err = atomic_file::write(ctx.cfg->dir, name, gz);
-  if (!err.empty()) {
-    errors->push_back(err);
-    return false;
-  }
-  f->files.push_back(ctx.cfg->dir + "/" + name);
-  return true;
-}
-
-void add_comments(pprof::Builder& b, const Context& ctx, const identity::Identity& who, const Symbols& sym) {
-  b.add_comment(std::string("profshim: stopped by ") + ctx.how);
+// Errors are collected and reported together (a stop says once, in its
+// line, what it could not do, whatever the number of files).
+void emit(const engine::Part& p, const Symbols& sym, const Target& to, const identity::Identity& who,
+          std::vector<std::string>* files, std::vector<std::string>* errors) {
+  const std::string name = to.stem + to.infix + "." + p.kind + ".pprof";
+  pprof::Builder b(p.types, p.period_type, p.period);
+  b.set_default_sample_type(p.default_type);
+  b.set_time(p.time_ns, p.duration_ns);
+  b.add_comment("profshim: " + to.why);
   if (sym.cut)
     b.add_comment("profshim: names stopped at the time budget (PROFILE_STOP_TIMEOUT): " + std::to_string(sym.cut) +
                   " of " + std::to_string(sym.addrs.size()) + " addresses have none");
   for (const auto& c : identity::comments(who)) b.add_comment(c);
-}
-
-void cpu_profile(Context& ctx, const std::vector<RawSample>& s, const Symbols& sym, const identity::Identity& who,
-                 summary::Figures* f, std::vector<std::string>* errors) {
-  int64_t period = int64_t(sampler::period_ns());
-  pprof::Builder b({{"samples", "count"}, {"cpu", "nanoseconds"}}, {"cpu", "nanoseconds"}, period);
-  b.set_default_sample_type("cpu");
-  b.set_time(int64_t(ctx.start_real_ns), int64_t(ctx.stop_mono_ns - ctx.start_mono_ns));
-  add_comments(b, ctx, who, sym);
-  fill(b, s, sym, sampler::thread_name, who);
-  emit(b, ctx, "cpu", f, errors);
-}
-
-// A heap profile is a picture of one moment, the dump: its time is when the
-// dump was taken and it has no duration, as Go's heap profiles (runtime/pprof
-// sets time_nanos when it writes one, and duration_nanos only for CPU).
-void heap_profile(Context& ctx, const std::vector<RawSample>& s, const Symbols& sym, const identity::Identity& who,
-                  uint64_t period, uint64_t dump_real_ns, summary::Figures* f, std::vector<std::string>* errors) {
-  pprof::Builder b({{"alloc_objects", "count"}, {"alloc_space", "bytes"}, {"inuse_objects", "count"},
-                    {"inuse_space", "bytes"}},
-                   {"space", "bytes"}, int64_t(period));
-  b.set_default_sample_type("inuse_space");
-  b.set_time(int64_t(dump_real_ns), 0);
-  add_comments(b, ctx, who, sym);
-  fill(b, s, sym, nullptr, who);
-  emit(b, ctx, "heap", f, errors);
-}
-
-// As Go's block profile (runtime/pprof, printCountCycleProfile): contentions
-// and delay, period 1 contention; over the same span as the CPU profile.
-void wait_profile(Context& ctx, const std::vector<RawSample>& s, const Symbols& sym, const identity::Identity& who,
-                  summary::Figures* f,
-                  std::vector<std::string>* errors) {
-  pprof::Builder b({{"contentions", "count"}, {"delay", "nanoseconds"}}, {"contentions", "count"}, 1);
-  b.set_default_sample_type("delay");
-  b.set_time(int64_t(ctx.start_real_ns), int64_t(ctx.stop_mono_ns - ctx.start_mono_ns));
-  add_comments(b, ctx, who, sym);
-  b.add_comment("profshim: PROFILE_WAIT_SAMPLE=" + std::to_string(waits::rate_ns()) + " ns of waiting per sample");
-  fill(b, s, sym, waits::thread_name, who);
-  emit(b, ctx, "wait", f, errors);
-  for (const auto& r : s) f->wait_s += double(r.values[1]) / 1e9;
+  for (const auto& c : p.comments) b.add_comment(c);
+  fill(b, p.samples, sym, who);
+  std::string bad = b.check_valid();
+  if (!bad.empty()) {
+    errors->push_back(p.kind + " profile is invalid, not written: " + bad);
+    return;
+  }
+  std::string gz, err;
+  if (!gzip::compress(b.encode(), &gz, &err, image::marker())) {
+    errors->push_back("compressing " + name + ": " + err);
+    return;
+  }
+  err = atomic_file::write(to.dir, name, gz);
+  if (!err.empty()) {
+    errors->push_back(err);
+    return;
+  }
+  files->push_back(to.dir + "/" + name);
 }
 
 // Appends what was written so far, as the writer recorded it (signal-safe:
@@ -349,6 +192,63 @@ size_t append_written(const Context& ctx, char* buf, size_t len, size_t cap) {
   }
   buf[len] = 0;
   return len;
+}
+
+}  // namespace
+
+// The snapshot worker's names, kept across its sets (Target::names):
+// libdw reads a module's DWARF whole at its first address (inflating
+// compressed debug sections: ~100 ms for libc6-dbg's), and every heap
+// stack passes through libc, so a heap-peak file that looked its names up
+// afresh each time cost that much CPU per file. An address keeps its names
+// while the same file stays mapped at the same place. One per image, the
+// worker's alone: the stop never uses it (it may run while a halted
+// worker's write is still under way), and a fork child makes its own (the
+// parent's may have been mid-update at the fork).
+struct NameCache {
+  struct Named {
+    std::string file;
+    uint64_t start, offset;
+    symbolize::Result result;
+  };
+  std::unordered_map<uint64_t, Named> by_addr;
+};
+
+NameCache* new_name_cache() { return new NameCache(); }
+
+namespace {
+
+void lookup_reusing(symbolize::Session& session, NameCache* cache, Symbols* sym) {
+  auto* named = &cache->by_addr;
+  std::vector<uint64_t> known, fresh;
+  for (uint64_t a : sym->addrs) (named->count(a) ? known : fresh).push_back(a);
+  std::vector<symbolize::Result> kr, fr;
+  session.lookup(fresh, &fr);
+  session.lookup(known, &kr, 1);  // a deadline passed: the mapping alone, no DWARF read
+  const std::vector<pprof::Mapping>& maps = session.mappings();
+  std::unordered_map<uint64_t, const symbolize::Result*> by_addr;
+  for (size_t i = 0; i < fresh.size(); ++i) {
+    by_addr[fresh[i]] = &fr[i];
+    const symbolize::Result& r = fr[i];
+    if (r.mapping >= 0 && !r.frames.empty())
+      (*named)[fresh[i]] = NameCache::Named{maps[r.mapping].file, maps[r.mapping].start, maps[r.mapping].offset, r};
+  }
+  for (size_t i = 0; i < known.size(); ++i) {
+    symbolize::Result& r = kr[i];
+    auto it = named->find(known[i]);
+    const NameCache::Named& n = it->second;
+    if (r.mapping >= 0 && maps[r.mapping].file == n.file && maps[r.mapping].start == n.start &&
+        maps[r.mapping].offset == n.offset) {
+      const int m = r.mapping;
+      r = n.result;
+      r.mapping = m;
+    } else {
+      named->erase(it);  // another file there now: named afresh by the next set
+    }
+    by_addr[known[i]] = &r;
+  }
+  sym->results.clear();
+  for (uint64_t a : sym->addrs) sym->results.push_back(*by_addr[a]);
 }
 
 }  // namespace
@@ -373,74 +273,101 @@ void report_timeout(Context& ctx) {
   errline::line(buf);
 }
 
+const engine::Part* Set::part(const char* kind) const {
+  for (const auto& p : parts)
+    if (p.kind == kind) return &p;
+  return nullptr;
+}
+
+void collect(engine::Why why, const engine::When& when, Set* set) {
+  set->why = why;
+  set->maps = sys::read_file("/proc/thread-self/maps");
+  set->self = engine::self_ranges(set->maps);
+  int n = 0;
+  const engine::Engine* const* all = engine::all(&n);
+  for (int i = 0; i < n; ++i) {
+    if (!all[i]->on()) continue;
+    engine::Part p;
+    std::string err;
+    if (all[i]->collect(why, when, set->self, &p, &err)) {
+      set->parts.push_back(std::move(p));
+      set->from.push_back(all[i]);
+    } else if (!err.empty()) {
+      set->errors.push_back(err);
+    }
+  }
+}
+
+void write(Set& set, const Target& to, Written* out) {
+  Symbols sym;
+  for (const auto& p : set.parts) gather(p.samples, &sym);
+  uint64_t t_sym = sys::now_ns(CLOCK_MONOTONIC);
+  // The session outlives the profiles' writing: what it looked up is kept
+  // for the images after it once they are written.
+  symbolize::Session session(set.maps, true, to.symbol_cache);
+  if (to.names)
+    lookup_reusing(session, to.names, &sym);
+  else
+    sym.cut = session.lookup(sym.addrs, &sym.results, to.names_deadline_mono_ns);
+  sym.mappings = session.mappings();
+  sym.loaded_for_shim = session.loaded_for_shim();
+  out->symbolize_ms = double(sys::now_ns(CLOCK_MONOTONIC) - t_sym) / 1e6;
+  out->names_cut = sym.cut;
+  if (const engine::Part* cpu = set.part("cpu")) out->unnamed = unnamed_hint(*cpu, sym);
+  // Read at each set: a program that retitles itself is recorded as it
+  // called itself last.
+  const identity::Identity who = identity::read(image::pid(), to.start_real_ns);
+  out->who = identity::brief(who);
+  for (const auto& p : set.parts) emit(p, sym, to, who, &out->files, &set.errors);
+  // What this image looked up, for the images after it: once its own
+  // profiles are written (and not when none could be).
+  if (!to.symbol_cache.empty() && !out->files.empty()) session.keep();
+  out->symbols_cached = session.cache_stats().cached;
+  out->symbols_looked_up = session.cache_stats().looked_up;
+  if (!session.error().empty()) set.errors.push_back("symbols: " + session.error());
+}
+
 void run(Context& ctx) {
   const config::Config& cfg = *ctx.cfg;
+  // The snapshot worker's work in progress ends first: one writer at a time.
+  snapshot::halt(ctx.deadline_mono_ns);
   summary::Figures f;
   f.hz = cfg.cpu_hz;
   // The CPU profiler stops first so the stop's own work is not in it; heap
   // sampling stops before the shim allocates anything for the stop.
-  if (cfg.cpu_hz) sampler::stop();
-  if (cfg.wait_sample_ns) waits::stop();
+  int n = 0;
+  const engine::Engine* const* all = engine::all(&n);
+  for (int i = 0; i < n; ++i)
+    if (all[i]->on()) all[i]->halt();
   f.cpu_to_stop_s = double(image_cpu_ns()) / 1e9;  // the moment the CPU profile ends
-  heap::set_active(false);
-  std::vector<std::string> errors;
-  std::string heap_text, err;
-  const uint64_t dump_real_ns = sys::now_ns(CLOCK_REALTIME);
-  bool have_heap = cfg.heap_sample && heap::dump(&heap_text, &err);
-  if (cfg.heap_sample && !have_heap) errors.push_back("heap profile not taken: " + err);
-  f.heap_seen = heap::serves_malloc();
-  std::string maps = sys::read_file("/proc/thread-self/maps");
-  Self self = self_ranges(maps);
-
-  std::vector<RawSample> cpu, mem, wait;
-  if (cfg.cpu_hz) {
-    std::pair<const Self*, std::vector<RawSample>*> arg(&self, &cpu);
-    sampler::for_each(add_cpu, &arg);
-  }
-  if (cfg.wait_sample_ns) {
-    std::pair<const Self*, std::vector<RawSample>*> arg(&self, &wait);
-    waits::for_each(add_wait, &arg);
-  }
-  heap_dump::Dump dump;
-  if (have_heap && !heap_dump::parse(heap_text, &dump, &err)) {
-    errors.push_back("heap profile unreadable: " + err);
-    have_heap = false;
-  }
-  if (have_heap) collect_heap(dump, self, &mem);
-  for (const auto& m : mem) f.heap_inuse_bytes += uint64_t(m.values[3]);
-
-  Symbols sym;
-  gather(cpu, &sym);
-  gather(mem, &sym);
-  gather(wait, &sym);
-  uint64_t t_sym = sys::now_ns(CLOCK_MONOTONIC);
-  {
-    symbolize::Session session(maps);
-    sym.cut = session.lookup(sym.addrs, &sym.results, names_deadline(ctx));
-    sym.mappings = session.mappings();
-    sym.loaded_for_shim = session.loaded_for_shim();
-  }
-  f.symbolize_ms = double(sys::now_ns(CLOCK_MONOTONIC) - t_sym) / 1e6;
-  f.names_cut = sym.cut;
-  f.unnamed = unnamed_hint(cpu, sym);
-
+  Set set;
+  engine::When when;
+  when.mono_ns = ctx.stop_mono_ns;
+  when.real_ns = sys::now_ns(CLOCK_REALTIME);
+  collect(engine::Why::kStop, when, &set);
   // Pid reuse, a daemon taking NAME, another program's NAME.* (image.h).
   ctx.stem = image::final_stem(cfg.dir, ctx.stem);
-  const identity::Identity who = identity::read(image::pid(), ctx.start_real_ns);
-  f.who = identity::brief(who);
-  if (cfg.cpu_hz) cpu_profile(ctx, cpu, sym, who, &f, &errors);
-  if (have_heap) heap_profile(ctx, mem, sym, who, dump.period, dump_real_ns, &f, &errors);
-  f.wait_on = cfg.wait_sample_ns != 0;
-  if (f.wait_on) wait_profile(ctx, wait, sym, who, &f, &errors);
-
-  sampler::Stats st = sampler::stats();
-  f.samples = st.expirations;
-  f.signals = st.signals;
-  f.credited = st.credited;
-  f.dropped = st.dropped;
-  f.dropped_s = double(st.dropped_nanos) / 1e9;
-  f.unsampled_threads = st.timer_failures;
-  for (const auto& s : cpu) f.profiled_cpu_s += double(s.values[1]) / 1e9;
+  Target to;
+  to.dir = cfg.dir, to.stem = ctx.stem, to.why = std::string("stopped by ") + ctx.how;
+  to.start_real_ns = ctx.start_real_ns;
+  to.names_deadline_mono_ns = names_deadline(ctx);
+  to.symbol_cache = cfg.dir;
+  Written w;
+  write(set, to, &w);
+  f.files = std::move(w.files);
+  f.symbolize_ms = w.symbolize_ms;
+  f.names_cut = w.names_cut;
+  f.unnamed = std::move(w.unnamed);
+  f.who = std::move(w.who);
+  f.symbols_cached = w.symbols_cached;
+  f.symbols_looked_up = w.symbols_looked_up;
+  for (int i = 0; i < n; ++i) {
+    const engine::Part* mine = nullptr;
+    for (size_t j = 0; j < set.parts.size(); ++j)
+      if (set.from[j] == all[i]) mine = &set.parts[j];
+    all[i]->figures(mine, &f);
+  }
+  snapshot::at_stop(set.part("heap"), &f);
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   f.peak_rss_bytes = uint64_t(ru.ru_maxrss) * 1024;
@@ -448,10 +375,10 @@ void run(Context& ctx) {
   f.stop_ms = double(sys::now_ns(CLOCK_MONOTONIC) - ctx.stop_mono_ns) / 1e6;
   if (ctx.reported.exchange(true)) return;  // someone gave up on us: their line stands
   std::string line = summary::format(f);
-  if (!errors.empty()) {
-    std::string all = "error:";
-    for (size_t i = 0; i < errors.size(); ++i) all += (i ? "; " : " ") + errors[i];
-    line = all + "; " + line;
+  if (!set.errors.empty()) {
+    std::string all_errors = "error:";
+    for (size_t i = 0; i < set.errors.size(); ++i) all_errors += (i ? "; " : " ") + set.errors[i];
+    line = all_errors + "; " + line;
   }
   errline::line(line.c_str());
 }

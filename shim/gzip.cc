@@ -40,10 +40,13 @@ bool fail(std::string* err, const char* what, int rc, z_stream* zs) {
 }
 
 // Runs deflate until the stream ends, feeding `in` and growing *out a step
-// at a time. Z_FINISH is passed only once the last input step is handed over.
+// at a time (the first step deflateBound's, which holds the whole output of
+// a small profile: a 256 KiB step was 256 KiB zeroed for 500 bytes). Z_FINISH
+// is passed only once the last input step is handed over.
 int run_deflate(z_stream* zs, const std::string& in, std::string* out) {
   size_t fed = 0;
   int rc = Z_OK;
+  size_t step = std::min<size_t>(kStep, g_z.deflateBound(zs, in.size()));
   while (rc != Z_STREAM_END) {
     if (zs->avail_in == 0 && fed < in.size()) {
       size_t n = std::min(kStep, in.size() - fed);
@@ -52,11 +55,12 @@ int run_deflate(z_stream* zs, const std::string& in, std::string* out) {
       fed += n;
     }
     size_t used = out->size();
-    out->resize(used + kStep);
+    out->resize(used + step);
     zs->next_out = reinterpret_cast<Bytef*>(&(*out)[used]);
-    zs->avail_out = static_cast<uInt>(kStep);
+    zs->avail_out = static_cast<uInt>(step);
     rc = g_z.deflate(zs, fed == in.size() ? Z_FINISH : Z_NO_FLUSH);
-    out->resize(used + kStep - zs->avail_out);
+    out->resize(used + step - zs->avail_out);
+    step = kStep;
     if (rc != Z_OK && rc != Z_STREAM_END) return rc;
   }
   return rc;
@@ -101,8 +105,17 @@ bool compress(const std::string& in, std::string* out, std::string* err, const s
   z_stream zs{};
   zs.zalloc = [](voidpf, uInt n, uInt size) -> voidpf { return calloc(n, size); };
   zs.zfree = [](voidpf, voidpf p) { free(p); };
-  // 16 + MAX_WBITS asks zlib for the gzip header and trailer, not zlib's own.
-  int rc = g_z.deflateInit2_(&zs, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY, ZLIB_VERSION,
+  // A window as large as the input and zlib's 262-byte lookahead (which its
+  // reach leaves out) reaches every match a 32 KiB one would: none reaches
+  // back past the start. zlib allocates and clears its tables by the
+  // window's size and memLevel: ~260 KiB for a profile of 500 bytes at the
+  // defaults. The hash shrinks with the window (a slightly worse match
+  // search on inputs of a few KiB: bytes, not worth a page).
+  int bits = 9;  // zlib's smallest for gzip
+  while (bits < MAX_WBITS && (size_t(1) << bits) < in.size() + 262) ++bits;
+  const int mem_level = std::max(1, std::min(8, bits - 7));
+  // 16 + bits asks zlib for the gzip header and trailer, not zlib's own.
+  int rc = g_z.deflateInit2_(&zs, 6, Z_DEFLATED, 16 + bits, mem_level, Z_DEFAULT_STRATEGY, ZLIB_VERSION,
                              int(sizeof(z_stream)));
   if (rc != Z_OK) return fail(err, "deflateInit2", rc, &zs);
   gz_header head{};
@@ -114,7 +127,6 @@ bool compress(const std::string& in, std::string* out, std::string* err, const s
     return false;
   }
   out->clear();
-  out->reserve(g_z.deflateBound(&zs, in.size()));
   rc = run_deflate(&zs, in, out);
   if (rc != Z_STREAM_END) {
     fail(err, "deflate", rc, &zs);

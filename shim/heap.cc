@@ -35,6 +35,8 @@ bool available(std::string* err) {
 
 namespace {
 
+bool g_started;
+
 // prof.reset changes the rate for countdowns drawn from now on, but the
 // calling thread's countdown to its next sample was drawn at the boot rate
 // (a mean of 512 KiB) and would leave its first allocations sampled at that
@@ -69,8 +71,11 @@ bool start(unsigned lg_sample, std::string* err) {
   set_active(true);
   // From here on the profile's switches are the shim's alone.
   malloc_api::claim_profiling();
+  g_started = true;
   return true;
 }
+
+bool started() { return g_started; }
 
 void set_active(bool on) { mallctl("prof.active", nullptr, nullptr, &on, sizeof on); }
 

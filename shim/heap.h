@@ -16,6 +16,8 @@ bool available(std::string* err);
 // stay in the profile when the rate is the default. From then on the
 // program's mallctl cannot change the profiler (malloc_api.h).
 bool start(unsigned lg_sample, std::string* err);
+// Whether start() succeeded in this process (a fork child inherits it).
+bool started();
 // prof.active: whether new allocations are sampled at all (process-wide).
 void set_active(bool on);
 // thread.prof.active: whether the calling thread's allocations are sampled.

@@ -97,6 +97,8 @@ bool heir() {
   return kill(root, 0) != 0 && errno == ESRCH;
 }
 
+}  // namespace
+
 // Written during this session: modified at or after its start. A second of
 // margin for file systems whose times are coarser than the clock (a file of
 // an earlier session written in the second before this one began is kept
@@ -106,9 +108,13 @@ bool written_this_session(const std::string& path) {
   return lstat(path.c_str(), &st) == 0 && (long long)st.st_mtim.tv_sec >= g_start_s - 1;
 }
 
+namespace {
+
+// An image that wrote only while running (a snapshot, a heap peak) and was
+// killed has its rows in <stem>.mem.tsv: one row per file of either kind.
 bool taken(const std::string& dir, const std::string& stem) {
-  for (const char* kind : {"cpu", "heap", "wait"})
-    if (written_this_session(dir + "/" + stem + "." + kind + ".pprof")) return true;
+  for (const char* kind : {"cpu.pprof", "heap.pprof", "wait.pprof", "heap-peak.pprof", "mem.tsv"})
+    if (written_this_session(dir + "/" + stem + "." + kind)) return true;
   return false;
 }
 
@@ -163,8 +169,8 @@ std::string stem(bool as_root) {
 
 std::string stem() { return stem(root()); }
 
-namespace {
 std::string unique_stem(const std::string& dir, const std::string& base) {
+  if (base == g_cfg->name) return base;  // the root's: NAME, whatever the session (final_stem decides at the stop)
   if (base == g_claimed_base) return g_claimed_stem;
   std::string s = base;
   for (int k = 2; k < 10000 && taken(dir, s); ++k) s = base + "-" + std::to_string(k);
@@ -174,8 +180,6 @@ std::string unique_stem(const std::string& dir, const std::string& base) {
   }
   return s;
 }
-
-}  // namespace
 
 std::string final_stem(const std::string& dir, const std::string& base) {
   const std::string& name = g_cfg->name;

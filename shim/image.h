@@ -39,6 +39,12 @@ std::string stem();
 //    keeps the stem it chose for a later stop of its own (after a failed
 //    exec). A file from an earlier session is replaced.
 std::string final_stem(const std::string& dir, const std::string& stem);
+// While running (snapshots, heap peaks, mem.tsv): NAME for the root; any
+// other stem made unique within the session as final_stem does, and kept.
+std::string unique_stem(const std::string& dir, const std::string& stem);
+// Whether path was modified during this session (an earlier image's file,
+// or this one's), not left by an earlier run.
+bool written_this_session(const std::string& path);
 // What each file's gzip header records of the image that wrote it, for
 // final_stem to read: session, pid, own stem, executable.
 std::string marker();

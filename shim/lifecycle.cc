@@ -19,21 +19,20 @@
 #include "config.h"
 #include "errline.h"
 #include "finish.h"
-#include "freeze.h"
-#include "gzip.h"
 #include "heap.h"
 #include "image.h"
 #include "own_signal.h"
 #include "real.h"
 #include "recover.h"
 #include "sampler.h"
-#include "session_env.h"
 #include "sigmask.h"
+#include "shim_thread.h"
 #include "signals.h"
+#include "snapshot.h"
 #include "stack.h"
-#include "symbolize.h"
-#include "sys.h"
 #include "stackwalk.h"
+#include "stop_runner.h"
+#include "sys.h"
 #include "waits.h"
 
 namespace lifecycle {
@@ -41,7 +40,6 @@ namespace {
 
 enum State : int { kInert, kRunning, kStopping, kDone };
 
-constexpr size_t kStopStack = size_t(2) << 20;  // libdw's line tables want ~150 KiB; room to spare
 constexpr uint64_t kRetryNs = 1000000;         // a fatal signal inside the allocator: again in 1 ms
 constexpr int kMaxRetries = 200;
 
@@ -58,16 +56,12 @@ volatile uint32_t g_done = 0;        // futex word: the stop finished
 std::atomic<int> g_fatal_sig{0}, g_deferred_sig{0}, g_retries{0};
 __thread bool t_stopping;     // this thread runs a stop inline (a fatal signal's)
 __thread int t_deferred_sig;  // a fatal signal this thread deferred, until its retry
-__thread bool t_inline_normal_stop;  // this thread runs a normal stop in place, bounded by a timer
-__thread bool t_stop_thread;  // this thread is the shim's stop thread
+const config::Config* g_cfg;  // setup's (setup.cc), never destroyed
 
+const config::Config& cfg() { return *g_cfg; }
 // Built on first use (our constructor may run before this file's C++
 // initialisers would) and never destroyed: after a stop that timed out, the
-// stop thread may still read them while exit() runs the atexit destructors.
-config::Config& cfg() {
-  static config::Config* c = new config::Config;
-  return *c;
-}
+// stop thread may still read it while exit() runs the atexit destructors.
 finish::Context& ctx() {
   static finish::Context* c = new finish::Context();
   return *c;
@@ -76,13 +70,6 @@ finish::Context& ctx() {
 pid_t raw_getpid() { return pid_t(syscall(SYS_getpid)); }
 
 bool vfork_child() { return raw_getpid() != image::pid(); }
-
-[[noreturn]] void fail(const std::string& why) {
-  errline::line(("error: " + why).c_str());
-  // Before main: nothing of the program's has run, so nothing to flush.
-  syscall(SYS_exit_group, 78);
-  __builtin_unreachable();
-}
 
 const char* signal_name(int sig) {
   static const char* const kNames[] = {
@@ -113,26 +100,11 @@ bool claim_stop(const char* how, const std::string* stem = nullptr) {
 }
 
 void mark_done() {
+  // Whatever way the stop ended, the snapshot worker does nothing more.
+  snapshot::halt(ctx().deadline_mono_ns);
   g_state.store(kDone);
   __atomic_store_n(&g_done, 1, __ATOMIC_RELEASE);
   sys::futex_wake(&g_done);
-}
-
-// Milliseconds as the seconds a user writes: 10000 -> "10", 280 -> "0.28".
-void seconds_text(uint64_t ms, char* out, size_t cap) {
-  snprintf(out, cap, "%llu.%03llu", (unsigned long long)(ms / 1000), (unsigned long long)(ms % 1000));
-  size_t n = strlen(out);
-  while (out[n - 1] == '0') out[--n] = 0;
-  if (out[n - 1] == '.') out[n - 1] = 0;
-}
-
-void run_finish(void*) { finish::run(ctx()); }
-
-// The stop with a way out: a crash or an allocation failure inside it ends
-// the stop with one line, not the process.
-void finish_guarded(void* = nullptr) {
-  const char* why = nullptr;
-  if (!recover::run(run_finish, nullptr, &why)) finish::report_failure(ctx(), why);
 }
 
 // Waits for the stop, at most until its deadline; past it, says so once,
@@ -155,58 +127,20 @@ void wait_done() {
   finish::report_timeout(ctx());
 }
 
-void stop_thread_body(void* altp) {
-  // The thread's first calls into the allocator set up its state there, and
-  // under memory pressure that is where jemalloc fails (a fault, not NULL):
-  // inside the recovery point too.
-  heap::set_thread_active(false);
-  // Its own arena: a program thread stopped inside malloc may hold its
-  // arena's lock, and the stop must not wait for that.
-  heap::use_private_arena();
-  *static_cast<void**>(altp) = signals::ensure_altstack();  // a fault in the stop reaches recover
-  run_finish(nullptr);
-}
-
-void* stop_thread(void*) {
-  sigmask::Internal inside;
-  t_stop_thread = true;
-  prctl(PR_SET_NAME, "profshim-stop", 0, 0, 0);
-  void* alt = nullptr;
-  const char* why = nullptr;
-  if (!recover::run(stop_thread_body, &alt, &why)) finish::report_failure(ctx(), why);
-  mark_done();
-  signals::release_altstack(alt);
-  return nullptr;
-}
-
-// A thread of the shim's for this stop, every signal blocked but the
-// faults (a blocked fault would kill the process outright; ours end the stop
-// through recover).
-bool spawn_stop_thread() {
-  sigset_t mask;
-  sigfillset(&mask);
-  for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS}) sigdelset(&mask, s);
-  pthread_attr_t attr;
-  if (pthread_attr_init(&attr) != 0) return false;
-  // This runs on the program's thread, and glibc allocates the attribute's
-  // mask (and the thread's own bookkeeping): live while the heap is dumped,
-  // so not sampled as the program's.
-  const bool was = heap::swap_thread_active(false);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_attr_setstacksize(&attr, kStopStack);
-  pthread_attr_setsigmask_np(&attr, &mask);
-  pthread_t t;
-  int rc = real::pthread_create()(&t, &attr, stop_thread, nullptr);
-  pthread_attr_destroy(&attr);
-  heap::set_thread_active(was);
-  return rc == 0;
-}
-
-void begin_image() {
+// new_engines: a new image (setup, a fork child), not one that goes on
+// after a failed exec: what the engines' next sets cover begins now.
+void begin_image(bool new_engines) {
   finish::Context& c = ctx();
   c.stem = image::stem();
   c.start_mono_ns = sys::now_ns(CLOCK_MONOTONIC);
   c.start_real_ns = sys::now_ns(CLOCK_REALTIME);
+  if (new_engines) {
+    engine::When now;
+    now.mono_ns = c.start_mono_ns, now.real_ns = c.start_real_ns;
+    int n = 0;
+    const engine::Engine* const* all = engine::all(&n);
+    for (int i = 0; i < n; ++i) all[i]->begin(now);
+  }
   c.reported.store(false);
   __atomic_store_n(&c.deadline_mono_ns, 0, __ATOMIC_RELEASE);
   g_stop_as_name.store(false);
@@ -216,23 +150,8 @@ void begin_image() {
   atomic_file::reset();
 }
 
-// A stop in the normal course of the program: on a thread of its own (or,
-// if none can be started, here on a fresh stack), waited for with a bound.
-void inline_normal_stop(void*) {
-  // Bounded by a timer on the shim's signal: past the deadline the stop is
-  // abandoned through its recovery point (on_watchdog) and the caller goes on.
-  sigset_t ours;
-  sigemptyset(&ours);
-  sigaddset(&ours, own_signal::number());
-  sigmask::unfiltered(SIG_UNBLOCK, &ours, nullptr);
-  uint64_t now = sys::now_ns(CLOCK_MONOTONIC), deadline = ctx().deadline_mono_ns;
-  int watchdog = own_signal::arm_self(own_signal::kWatchdog, deadline > now ? deadline - now : 1);
-  t_inline_normal_stop = true;
-  finish_guarded();
-  t_inline_normal_stop = false;
-  own_signal::disarm(watchdog);
-}
-
+// A stop in the normal course of the program (stop_runner.h says where it
+// runs), waited for with a bound.
 void normal_stop(const char* how, const std::string* stem = nullptr) {
   if (claim_stop(how, stem)) {
     stackwalk::Context where = stackwalk::calling_context();
@@ -242,39 +161,11 @@ void normal_stop(const char* how, const std::string* stem = nullptr) {
       // the stop allocates. No profile rather than a hang.
       finish::report_failure(ctx(), "exit was called in a signal handler that interrupted the allocator");
       mark_done();
-    } else if (where == stackwalk::kHandler) {
-      // Inside a signal handler pthread_create could meet its own locks
-      // held (the handler interrupted a thread's start or end): in place.
-      if (!stack::run_on_fresh(kStopStack, inline_normal_stop, nullptr))
-        finish::report_failure(ctx(), "out of memory (no stack for the stop)");
-      mark_done();
-    } else if (!spawn_stop_thread()) {
-      if (!stack::run_on_fresh(kStopStack, finish_guarded, nullptr))
-        finish::report_failure(ctx(), "out of memory (no stack for the stop)");
-      mark_done();
+    } else {
+      stop_runner::normal(ctx(), where == stackwalk::kHandler, mark_done);
     }
   }
   if (g_state.load() != kInert) wait_done();
-}
-
-void fatal_stop_body(void*) {
-  t_stopping = true;
-  // The watchdog's signal must reach this thread: a fatal signal can come
-  // inside the shim's own handler (an external SIGRTMAX-4) or a program's
-  // handler whose kernel sa_mask holds it (one on its alternate stack).
-  sigset_t ours;
-  sigemptyset(&ours);
-  sigaddset(&ours, own_signal::number());
-  sigmask::unfiltered(SIG_UNBLOCK, &ours, nullptr);
-  finish::Context& c = ctx();
-  uint64_t now = sys::now_ns(CLOCK_MONOTONIC);
-  uint64_t quarter = (c.deadline_mono_ns - now) / 4;
-  uint64_t freeze_until = now + (quarter < 300000000ull ? quarter : 300000000ull);
-  freeze::others(freeze_until, c.deadline_mono_ns + 5000000000ull);
-  now = sys::now_ns(CLOCK_MONOTONIC);
-  int watchdog = own_signal::arm_self(own_signal::kWatchdog, c.deadline_mono_ns > now ? c.deadline_mono_ns - now : 1);
-  finish_guarded();
-  own_signal::disarm(watchdog);
 }
 
 void before_fork() {
@@ -301,9 +192,10 @@ void after_fork_in_child() {
   g_main_exited.store(started);
   g_execs.store(0);
   g_retries.store(0);
-  begin_image();
   if (cfg().cpu_hz) sampler::reset_after_fork();
   if (cfg().wait_sample_ns) waits::reset_after_fork();
+  begin_image(true);
+  snapshot::after_fork_in_child(ctx().start_mono_ns);
 }
 
 // The key's value is the thread's alternate stack if we gave it one, else
@@ -318,65 +210,21 @@ void on_thread_end(void* v) {
 // profiles, though after the program's own atexit handlers.
 void at_exit_fallback() { stop("exit (seen only at atexit)"); }
 
-void setup(void*) {
-  std::string err =
-      config::parse([](const char* n) -> const char* { return getenv(n); }, &cfg());
-  if (!err.empty()) fail(err);
-  if (!cfg().active) {
-    heap::set_active(false);
-    return;
-  }
-  errline::init();
-  if (!(err = atomic_file::ensure_dir(cfg().dir)).empty()) fail("PROFILE_DIR: " + err);
-  // Absolute from here on: the program may chdir before it stops (and the
-  // session's identity is computed from it).
-  if (char* abs = realpath(cfg().dir.c_str(), nullptr)) {
-    cfg().dir = abs;
-    free(abs);
-  }
-  session_env::pass_on_absolute(cfg().dir);
-  image::setup(&cfg(), raw_getpid());
-  // A misspelt variable would be ignored in silence: named once, by the root.
-  std::string unknown = config::unknown_vars(environ);
-  if (!unknown.empty() && image::root())
-    errline::line(("warning: not a profshim variable, ignored: " + unknown + " (see docs/CONFIG.md)").c_str());
+}  // namespace
+
+uint64_t start(const config::Config* cfg, const char* timeout_text) {
+  g_cfg = cfg;
   finish::Context& c = ctx();
-  c.cfg = &cfg();
-  seconds_text(cfg().stop_timeout_ms, c.timeout_text, sizeof c.timeout_text);
-  begin_image();
-  stackwalk::prime();
-  stackwalk::note_unsafe_code();
-  // zlib first: libdw needs it too, and whoever loads it first decides its
-  // binding (gzip.cc loads it deep-bound).
-  if (!gzip::load(&err)) fail(err);
-  if (!symbolize::load_libdw(&err)) fail(err);
-  if (cfg().heap_sample) {
-    if (!heap::available(&err) || !heap::start(cfg().heap_lg_sample, &err)) fail(err);
-  } else {
-    heap::set_active(false);
-  }
-  if (!own_signal::install(&err)) fail(err);
-  sigmask::setup(own_signal::number());
-  if (cfg().cpu_hz && !sampler::start(cfg().cpu_hz, &err)) fail(err);
-  if (cfg().wait_sample_ns && !waits::start(cfg().wait_sample_ns, &err)) fail(err);
-  signals::install();
-  signals::ensure_altstack();  // the main thread's, kept for the process's life
+  c.cfg = cfg;
+  snprintf(c.timeout_text, sizeof c.timeout_text, "%s", timeout_text);
+  begin_image(true);
   pthread_key_create(&g_thread_key, on_thread_end);
   pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
   atexit(at_exit_fallback);
   g_state.store(kRunning);
+  return c.start_mono_ns;
 }
 
-__attribute__((constructor)) void init() {
-  real::resolve_all();
-  // The shim's own setup allocations are not the program's.
-  heap::set_thread_active(false);
-  const char* why = nullptr;
-  if (!recover::run(setup, nullptr, &why)) fail(std::string("setup failed: ") + why);
-  heap::set_thread_active(true);
-}
-
-}  // namespace
 
 bool active() { return g_state.load(std::memory_order_relaxed) == kRunning; }
 
@@ -410,14 +258,19 @@ bool stop_on_fatal(int sig, siginfo_t* si, void* uc) {
   // an abort() of a library the stop uses (libdw's and libelf's asserts).
   bool self_abort = sig == SIGABRT && si && si->si_code == SI_TKILL && si->si_pid == raw_getpid();
   if ((fault || self_abort) && recover::active()) recover::escape_from_fault(sig);
-  if (t_stop_thread) {
-    // The shim's own thread, outside its recovery point (the allocator's
-    // thread teardown after a stop that ran out of memory): nothing of the
-    // program's runs here, so this thread alone ends, at once, without
-    // libc's thread exit (which would call into the allocator again). Any
-    // other signal is blocked on this thread.
-    finish::report_failure(ctx(), "the stop crashed");
-    mark_done();
+  if (stop_runner::on_stop_thread() || snapshot::on_worker()) {
+    // A thread of the shim's own, outside its recovery point (the
+    // allocator's thread teardown after a stop that ran out of memory):
+    // nothing of the program's runs here, so this thread alone ends, at
+    // once, without libc's thread exit (which would call into the allocator
+    // again). Any other signal is blocked on this thread.
+    if (snapshot::on_worker()) {
+      errline::line("error: the snapshot worker crashed: no more snapshots or heap peaks");
+      snapshot::worker_crashed();
+    } else {
+      finish::report_failure(ctx(), "the stop crashed");
+      mark_done();
+    }
     syscall(SYS_exit, 0);
   }
   // Another signal in this thread's own fatal stop, outside the stop's
@@ -426,7 +279,7 @@ bool stop_on_fatal(int sig, siginfo_t* si, void* uc) {
   // Everything from here runs on a stack of its own: the handler may be on
   // the program's small alternate stack, and unwinding alone wants more.
   FatalCall c = {sig, si, uc, false};
-  if (!stack::run_on_fresh(kStopStack, fatal_call, &c)) {
+  if (!stack::run_on_fresh(shim_thread::kStack, fatal_call, &c)) {
     if (claim_stop(signal_name(sig))) {
       finish::report_failure(ctx(), "out of memory (no stack for the stop)");
       mark_done();
@@ -465,7 +318,8 @@ bool fatal_on_this_stack(int sig, siginfo_t* si, void* uc) {
   }
   if (claim_stop(signal_name(sig))) {
     g_fatal_sig.store(sig);
-    fatal_stop_body(nullptr);
+    t_stopping = true;
+    stop_runner::fatal(ctx());
     mark_done();
     return false;
   }
@@ -476,9 +330,7 @@ bool fatal_on_this_stack(int sig, siginfo_t* si, void* uc) {
 }  // namespace
 
 void on_watchdog() {
-  // A normal stop run in place (exit() called in a signal handler): past
-  // its bound it is abandoned, and the program's exit goes on.
-  if (t_inline_normal_stop) recover::fail("it did not finish within PROFILE_STOP_TIMEOUT");
+  stop_runner::on_watchdog();  // a normal stop in place: abandoned (does not return)
   // On the thread of a fatal stop that ran past its bound, interrupting it
   // wherever it is: say so, remove what is half-written, and die of the
   // signal as the process would have.
@@ -540,11 +392,12 @@ void exec_failed(char* const envp[], char* const* env) {
   // The last exec under way to fail resumes the image, once.
   if (g_execs.fetch_sub(1) != 1 || g_state.load() != kDone || g_gave_up.load()) return;
   // Same image, still running: profile on, and its final stop writes again.
-  begin_image();
+  begin_image(false);
   if (cfg().heap_sample) heap::set_active(true);
   if (cfg().cpu_hz) sampler::resume();
   if (cfg().wait_sample_ns) waits::resume();
   g_state.store(kRunning);
+  snapshot::resume();
 }
 
 void main_thread_exiting() {

@@ -1,24 +1,28 @@
 // lifecycle: the process image's profiling state machine
-// (INERT | RUNNING -> STOPPING -> DONE), the one constructor that sets
-// profiling up (fail-fast: exit 78 on a setup error), and the stop: where it
-// runs and how long anyone waits for it.
+// (INERT | RUNNING -> STOPPING -> DONE): which stop path claims the stop,
+// who waits for it and how long, and what fork, exec and thread ends do to
+// the image. setup.cc sets profiling up and starts it; stop_runner.h says
+// where a claimed stop runs (a thread of its own, or a fatal signal's
+// handler on a stack of its own, after the program's other threads are
+// parked), finish.h what it writes.
 //
-// No thread of the shim's exists while the program runs: a process that was
-// single-threaded stays so (unshare(CLONE_NEWUSER), setns() and thread
-// counts see what they would without the shim). A stop asked in the normal
-// course (return from main, exit, _exit, exec, the last thread's end) starts
-// a thread that writes, off the program's stack and allocator arena, and
-// waits for it at most PROFILE_STOP_TIMEOUT. A fatal signal's stop runs in
-// the handler, on a stack of its own, after the program's other threads are
-// parked (freeze.h), with a timer as its watchdog: when the bound passes the
-// process dies of its signal as it would have. A fatal signal that comes
-// while its thread is inside the allocator (whose locks the stop needs) is
-// taken again a millisecond later, when the thread has left it.
+// A stop asked in the normal course (return from main, exit, _exit, exec,
+// the last thread's end) is waited for at most PROFILE_STOP_TIMEOUT. A
+// fatal signal's stop has a timer as its watchdog: when the bound passes
+// the process dies of its signal as it would have. A fatal signal that
+// comes while its thread is inside the allocator (whose locks the stop
+// needs) is taken again a millisecond later, when the thread has left it.
 #pragma once
 #include <signal.h>
 #include <stdint.h>
 
+#include "config.h"
+
 namespace lifecycle {
+
+// The end of setup (setup.cc): the image runs, with its stop paths armed.
+// Returns when it began (CLOCK_MONOTONIC ns).
+uint64_t start(const config::Config* cfg, const char* timeout_text);
 
 // True from a successful setup until the stop completes.
 bool active();

@@ -26,17 +26,20 @@ std::atomic<bool> g_claimed{false};
 // No MIB element is SIZE_MAX: one jemalloc could not look up stays unmatched.
 size_t g_prof_mib = ~size_t(0);      // "prof" at the top of the MIB tree
 size_t g_thread_prof_active_mib[3];  // "thread.prof.active"
+size_t g_backtrace_hook_mib[3];      // "experimental.hooks.prof_backtrace"
 
 // prof.* holds every switch of the profile (active, reset and its rate,
 // dump, gdump, prefix, thread_active_init); thread.prof.active silences one
-// thread. opt.prof* needs nothing: jemalloc refuses writes to opt.* itself.
+// thread; the backtrace hook is where the shim notices a heap peak
+// (peak.h). opt.prof* needs nothing: jemalloc refuses writes to opt.* itself.
 bool protected_name(const char* name) {
   return name && (strncmp(name, "prof.", 5) == 0 || strcmp(name, "prof") == 0 ||
-                  strcmp(name, "thread.prof.active") == 0);
+                  strcmp(name, "thread.prof.active") == 0 || strcmp(name, "experimental.hooks.prof_backtrace") == 0);
 }
 
 bool protected_mib(const size_t* mib, size_t len) {
   if (len >= 1 && mib[0] == g_prof_mib) return true;
+  if (len >= 3 && memcmp(mib, g_backtrace_hook_mib, sizeof g_backtrace_hook_mib) == 0) return true;
   return len >= 3 && memcmp(mib, g_thread_prof_active_mib, sizeof g_thread_prof_active_mib) == 0;
 }
 
@@ -75,6 +78,9 @@ void claim_profiling() {
   len = 3;
   if (mallctlnametomib("thread.prof.active", g_thread_prof_active_mib, &len) != 0)
     memset(g_thread_prof_active_mib, 0xff, sizeof g_thread_prof_active_mib);
+  len = 3;
+  if (mallctlnametomib("experimental.hooks.prof_backtrace", g_backtrace_hook_mib, &len) != 0)
+    memset(g_backtrace_hook_mib, 0xff, sizeof g_backtrace_hook_mib);
   g_claimed.store(true, std::memory_order_release);
 }
 

@@ -49,6 +49,10 @@ struct Slot {
 
 struct State {
   Slot* slots;
+  // Slots are claimed from a rotating hint; every slot ever claimed lies
+  // below the high-water mark, so the scans (the stop's, a new thread's
+  // lookup) cost what was used, not the table's 1 MiB.
+  std::atomic<uint32_t> hint, high_water;
   std::atomic<uint32_t> serials;
   std::atomic<uint64_t> signals, expirations, credited, credited_nanos, threads, timer_failures;
   std::atomic<int> in_flight;
@@ -101,13 +105,18 @@ uint64_t xorshift(uint64_t x) {
   return x;
 }
 
+uint32_t used_slots() { return g.high_water.load(); }
+
 Slot* claim_slot(int32_t tid) {
-  static std::atomic<uint32_t> hint{0};
-  uint32_t start = hint.fetch_add(1, std::memory_order_relaxed);
+  uint32_t start = g.hint.fetch_add(1, std::memory_order_relaxed);
   for (uint32_t i = 0; i < kMaxSlots; ++i) {
-    Slot& s = g.slots[(start + i) & (kMaxSlots - 1)];
+    const uint32_t idx = (start + i) & (kMaxSlots - 1);
+    Slot& s = g.slots[idx];
     uint32_t want = kFree;
     if (s.state.compare_exchange_strong(want, kClaimed)) {
+      uint32_t hw = g.high_water.load(std::memory_order_relaxed);
+      while (hw < idx + 1 && !g.high_water.compare_exchange_weak(hw, idx + 1)) {
+      }
       s.tid.store(tid, std::memory_order_release);
       return &s;
     }
@@ -192,7 +201,7 @@ void record_comm(uint32_t serial, int32_t tid) {
 }
 
 bool has_slot(int32_t tid) {
-  for (uint32_t i = 0; i < kMaxSlots; ++i)
+  for (uint32_t i = 0, n = used_slots(); i < n; ++i)
     if (g.slots[i].tid.load(std::memory_order_acquire) == tid) return true;
   return false;
 }
@@ -218,6 +227,7 @@ bool map_tables(std::string* err) {
   }
   if (!g_table.map("CPU sample", err)) return false;
   g.serials = 0;
+  g.hint = 0, g.high_water = 0;
   g.signals = 0, g.expirations = 0, g.credited = 0, g.credited_nanos = 0, g.threads = 0, g.timer_failures = 0;
   return true;
 }
@@ -360,7 +370,7 @@ void reset_after_fork() {
 
 void resume() {
   if (!g_table.mapped() || g.enabled.load()) return;
-  for (uint32_t i = 0; i < kMaxSlots; ++i) {
+  for (uint32_t i = 0, n = used_slots(); i < n; ++i) {
     uint32_t st = g.slots[i].state.load();
     if (st == kDead || st == kStopped) release(&g.slots[i]);
   }
@@ -381,9 +391,12 @@ void main_begins(void* main_fn) {
 
 void stop() {
   if (!g.enabled.exchange(false)) return;
-  for (uint32_t i = 0; i < kMaxSlots; ++i) disarm(&g.slots[i], kStopped);
+  // A slot claimed after this read is armed after `enabled` went false,
+  // and arm() itself disarms it.
+  const uint32_t n = used_slots();
+  for (uint32_t i = 0; i < n; ++i) disarm(&g.slots[i], kStopped);
   wait_in_flight();
-  for (uint32_t i = 0; i < kMaxSlots; ++i) {
+  for (uint32_t i = 0; i < n; ++i) {
     Slot& s = g.slots[i];
     if (s.state.load() != kStopped) continue;
     int32_t tid = s.tid.load();
@@ -406,5 +419,15 @@ Stats stats() {
 }
 
 std::string thread_name(uint32_t serial) { return g_table.name(serial); }
+
+void record_names() {
+  if (!g.slots) return;
+  for (uint32_t i = 0; i < kMaxSlots; ++i) {
+    Slot& s = g.slots[i];
+    if (s.state.load(std::memory_order_acquire) != kLive) continue;
+    int32_t tid = s.tid.load(std::memory_order_acquire);
+    if (tid > 0) record_comm(s.serial, tid);
+  }
+}
 
 }  // namespace sampler

@@ -64,9 +64,9 @@ void on_lost_timer(const siginfo_t* si);
 // period it stands for, nanos the CPU they weigh by the thread's clock
 // (about count x period), tag 0.
 using Stack = stack_table::Stack;
-// Calls fn for every published stack. Safe while sampling goes on: once
-// published, an entry's thread, depth and pcs never change; only its count
-// and nanos grow, until stop().
+// Calls fn for every published stack, in publication order. Safe while
+// sampling goes on: once published, an entry's thread, depth, pcs and order
+// never change; only its count and nanos grow, until stop().
 void for_each(void (*fn)(const Stack&, void*), void* arg);
 // The same for the stacks published since *cursor (0 at first), which it
 // advances: a dlclose looks only at what is new.
@@ -83,5 +83,8 @@ Stats stats();
 uint64_t period_ns();
 // Thread name recorded for a thread's serial ("" if unknown).
 std::string thread_name(uint32_t serial);
+// Records the names of the threads that are sampled now (a snapshot while
+// they run: a thread the shim started is otherwise named at its end).
+void record_names();
 
 }  // namespace sampler

@@ -14,6 +14,7 @@
 #include "own_signal.h"
 #include "real.h"
 #include "sigmask.h"
+#include "snapshot.h"
 #include "sys.h"
 
 // The kernel's flag that glibc sets on every installation (asm/signal.h;
@@ -33,10 +34,13 @@ const int kFatal[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGABRT, SIGSEGV, SIGBUS
 // (SA_SIGINFO, SA_ONSTACK) and whether its action carried SA_RESTORER (the
 // kernel's initial default does not; glibc adds it to every sigaction). For
 // any action: whether its sa_mask named the shim's signal.
-enum : uint8_t { kInfo = 1, kOnstack = 2, kRestorer = 4, kMaskOurs = 8 };
+// And whether it asked for SA_RESTART (ours for the snapshot signal adds
+// it: a snapshot asked must not make the program's read() fail with EINTR).
+enum : uint8_t { kInfo = 1, kOnstack = 2, kRestorer = 4, kMaskOurs = 8, kRestart = 16 };
 
 struct State {
   bool active;
+  int snapshot_sig;
   bool managed[NSIG];  // SIG_DFL is served by our handler
   std::atomic<uint8_t> bits[NSIG];
   // glibc's _sigintr: the signals siginterrupt() made interrupting, which
@@ -48,9 +52,10 @@ State g;  // zero-initialised: no dynamic initialiser (DESIGN "Globals")
 bool is_default(const struct sigaction* a) { return a->sa_handler == SIG_DFL; }
 
 void fatal_handler(int sig, siginfo_t* si, void* uc) { fatal(sig, si, uc); }
+void snapshot_handler(int sig, siginfo_t* si, void* uc) { snapshot(sig, si, uc); }
 
 bool is_ours(const struct sigaction& k) {
-  return (k.sa_flags & SA_SIGINFO) && k.sa_sigaction == fatal_handler;
+  return (k.sa_flags & SA_SIGINFO) && (k.sa_sigaction == fatal_handler || k.sa_sigaction == snapshot_handler);
 }
 
 uint8_t bits_for(const struct sigaction* act, bool standing_in) {
@@ -60,6 +65,7 @@ uint8_t bits_for(const struct sigaction* act, bool standing_in) {
   if (standing_in) {
     if (act->sa_flags & SA_SIGINFO) b |= kInfo;
     if (act->sa_flags & SA_ONSTACK) b |= kOnstack;
+    if (act->sa_flags & SA_RESTART) b |= kRestart;
     b |= kRestorer;  // the program's action goes through glibc, which adds it
   }
   return b;
@@ -70,8 +76,9 @@ uint8_t bits_for(const struct sigaction* act, bool standing_in) {
 int install_ours(int sig, const struct sigaction* prog, struct sigaction* old) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
-  sa.sa_sigaction = fatal_handler;
-  sa.sa_flags = (prog->sa_flags & ~SA_RESTORER) | SA_SIGINFO | SA_ONSTACK;
+  bool snap = sig == g.snapshot_sig;
+  sa.sa_sigaction = snap ? snapshot_handler : fatal_handler;
+  sa.sa_flags = (prog->sa_flags & ~SA_RESTORER) | SA_SIGINFO | SA_ONSTACK | (snap ? SA_RESTART : 0);
   memcpy(&sa.sa_mask, &prog->sa_mask, sizeof sa.sa_mask);
   if (int ours = sigmask::ours()) sigdelset(&sa.sa_mask, ours);
   return real::sigaction()(sig, &sa, old);
@@ -82,8 +89,9 @@ void view_of(const struct sigaction& k, uint8_t b, struct sigaction* out) {
   *out = k;
   if (is_ours(k)) {
     out->sa_handler = SIG_DFL;
-    out->sa_flags = (k.sa_flags & ~(SA_SIGINFO | SA_ONSTACK | SA_RESTORER)) | ((b & kInfo) ? SA_SIGINFO : 0) |
-                    ((b & kOnstack) ? SA_ONSTACK : 0) | ((b & kRestorer) ? SA_RESTORER : 0);
+    out->sa_flags = (k.sa_flags & ~(SA_SIGINFO | SA_ONSTACK | SA_RESTORER | SA_RESTART)) |
+                    ((b & kInfo) ? SA_SIGINFO : 0) | ((b & kOnstack) ? SA_ONSTACK : 0) |
+                    ((b & kRestorer) ? SA_RESTORER : 0) | ((b & kRestart) ? SA_RESTART : 0);
     if (!(b & kRestorer)) out->sa_restorer = nullptr;
   }
   if (b & kMaskOurs)
@@ -127,18 +135,34 @@ void fatal(int sig, siginfo_t* si, void* uc) {
   errno = saved;
 }
 
-void install() {
-  for (int sig : kFatal) {
+void snapshot(int sig, siginfo_t* si, void* uc) {
+  int saved = errno;
+  snapshot::on_signal();
+  errno = saved;
+}
+
+bool install(int snapshot_sig) {
+  g.snapshot_sig = snapshot_sig;
+  int managed[sizeof kFatal / sizeof kFatal[0] + 1], n = 0;
+  for (int sig : kFatal) managed[n++] = sig;
+  bool fatal_too = false;
+  for (int sig : kFatal) fatal_too = fatal_too || sig == snapshot_sig;
+  if (snapshot_sig && !fatal_too) managed[n++] = snapshot_sig;
+  bool snapshot_in_place = false;
+  for (int i = 0; i < n; ++i) {
+    int sig = managed[i];
     g.managed[sig] = true;
     struct sigaction cur;
     memset(&cur, 0, sizeof cur);
     if (real::sigaction()(sig, nullptr, &cur) != 0 || !is_default(&cur)) continue;
+    snapshot_in_place = snapshot_in_place || sig == snapshot_sig;
     uint8_t b = bits_for(&cur, true);
     if (!(cur.sa_flags & SA_RESTORER)) b &= uint8_t(~kRestorer);  // the kernel's initial default
     g.bits[sig].store(b);
     install_ours(sig, &cur, nullptr);
   }
   g.active = true;
+  return snapshot_in_place;
 }
 
 int on_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {

@@ -22,8 +22,13 @@
 namespace signals {
 
 // At setup, when profiling is active: our handler where the disposition is
-// the default.
-void install();
+// the default -- the fatal stop's for the fatal signals, the snapshot's for
+// snapshot_sig (PROFILE_SNAPSHOT_SIGNAL, 0 if none), which is then not a
+// fatal one. The snapshot's gives way as the fatal one does: the program's
+// own handler or SIG_IGN replaces it, its SIG_DFL puts it back. Returns
+// whether the snapshot's is in place (not where the signal was inherited
+// ignored).
+bool install(int snapshot_sig);
 
 // The interposed calls' bodies (each passes straight through when inert).
 int on_sigaction(int sig, const struct sigaction* act, struct sigaction* old);
@@ -35,6 +40,9 @@ int on_sigignore(int sig);
 
 // A fatal signal's stop and death (signal context).
 void fatal(int sig, siginfo_t* si, void* uc);
+// The snapshot signal (signal context): asks the snapshot worker, nothing
+// more (it never writes in a handler).
+void snapshot(int sig, siginfo_t* si, void* uc);
 // A fault raised by the hardware at an instruction (re-executed on return).
 bool synchronous_fault(int sig, const siginfo_t* si);
 

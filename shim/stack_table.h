@@ -6,7 +6,8 @@
 // program's own calls: it takes no lock and allocates nothing (open
 // addressing, entries published with a state word; the stacks' PCs in an
 // arena). Entries are also logged in the order they were published, so that
-// a dlclose looks only at what is new.
+// a dlclose looks only at what is new and a snapshot finds each entry's
+// values at the previous one by its place.
 //
 // A Table has no constructor: a global one is zero until map(), with no
 // dynamic initialiser (DESIGN "Globals").
@@ -26,6 +27,7 @@ struct Stack {
   uint64_t count;       // the engine's first counter (expirations; contentions)
   uint64_t nanos;       // its second (CPU nanoseconds; delay)
   uint32_t tag;         // what else keys the entry (the wait profile's call; 0 for CPU)
+  uint32_t order;       // its place in publication order (0, 1, ...): stable for the table's life
 };
 
 class Table {
@@ -52,8 +54,9 @@ class Table {
   void record_name(uint32_t serial, int32_t tid, const char* name);
   std::string name(uint32_t serial) const;
 
-  // Every published entry. Safe while adds go on: once published, an
-  // entry's thread, tag, depth and pcs never change; only its counters grow.
+  // Every published entry, in publication order. Safe while adds go on:
+  // once published, an entry's thread, tag, depth, pcs and order never
+  // change; only its counters grow.
   void for_each(void (*fn)(const Stack&, void*), void* arg) const;
   // The same for the entries published since *cursor (0 at first), which
   // it advances.
@@ -66,7 +69,7 @@ class Table {
   bool fill(Entry& e, uint64_t h, int32_t tid, uint32_t serial, uint32_t tag, const uint64_t* pcs, uint32_t n,
             uint64_t count, uint64_t nanos);
   void publish(uint32_t idx);
-  Stack stack_of(const Entry& e) const;
+  Stack stack_of(const Entry& e, uint64_t order) const;
 
   Entry* entries_;
   uint64_t* arena_;

@@ -72,7 +72,23 @@ std::string format(const Figures& f) {
     s += b;
   }
   s += ")";
+  if (f.symbols_cached + f.symbols_looked_up) {
+    snprintf(b, sizeof b, " | %llu of %llu addresses from the symbol cache", (unsigned long long)f.symbols_cached,
+             (unsigned long long)(f.symbols_cached + f.symbols_looked_up));
+    s += b;
+  }
   if (!f.unnamed.empty()) s += " | " + f.unnamed;
+  if (f.snapshots) {
+    snprintf(b, sizeof b, " | %llu snapshot%s: ", (unsigned long long)f.snapshots, f.snapshots == 1 ? "" : "s");
+    s += b + f.first_snapshot;
+    if (f.snapshots > 1) s += " to " + f.last_snapshot;
+    snprintf(b, sizeof b, " (%llu kept)", (unsigned long long)f.snapshots_kept);
+    s += b;
+  }
+  if (f.peaks) {
+    snprintf(b, sizeof b, " | %llu heap peak%s written", (unsigned long long)f.peaks, f.peaks == 1 ? "" : "s");
+    s += b;
+  }
   if (!f.who.empty()) s += " | " + f.who;
   return s;
 }

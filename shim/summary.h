@@ -30,9 +30,17 @@ struct Figures {
   bool wait_on = false;            // a wait profile was taken
   double wait_s = 0;               // its delay total: the threads' waiting, summed
   double stop_ms = 0, symbolize_ms = 0;
+  // While running (snapshot.h): numbered sets written, the first and last
+  // as "DIR/NAME.<seq>.*", how many are still on disk; heap-peak files
+  // written (the kept one is among files).
+  uint64_t snapshots = 0, snapshots_kept = 0, peaks = 0;
+  std::string first_snapshot, last_snapshot;
   uint64_t names_cut = 0;          // addresses left unnamed when the names' time ran out
   std::string unnamed;              // unnamed::hint, if most of the CPU has no names
   std::string who;                 // "pid N (parent M): argv" (identity::brief), last on the line
+  // Addresses named from the symbol cache of the session's images, and
+  // looked up with libdw.
+  uint64_t symbols_cached = 0, symbols_looked_up = 0;
 };
 
 std::string format(const Figures& f);

@@ -1,8 +1,10 @@
-// symbolize: the Session. Reports this process's modules to libdwfl from the
-// captured /proc/self/maps text (symbolize_files.cc finds their files,
-// symbolize_image.cc reads their build IDs from memory), describes the
-// executable mappings, and caches each address's frames, which
-// symbolize_dwarf.cc finds inside one module.
+// symbolize: the Session. Describes the executable mappings of the captured
+// /proc/self/maps text (symbolize_image.cc reads their build IDs from
+// memory), answers each address from the symbol cache of the session's
+// images (symbolize_cache.h) or else from libdw -- loaded, and the modules
+// reported to libdwfl, only when an address needs it (symbolize_files.cc
+// finds their files, symbolize_dwarf.cc the frames inside one module) --
+// and keeps each address's frames.
 #include "symbolize.h"
 
 #include <dlfcn.h>
@@ -77,6 +79,7 @@ ModInfo* new_module(std::vector<std::unique_ptr<ModInfo>>* mods, const procmaps:
 // --- the session ----------------------------------------------------------------
 
 struct Session::Impl {
+  explicit Impl(const std::string& profile_dir) : store(profile_dir) {}
   std::vector<procmaps::Line> lines;
   std::vector<int> module_of_line;  // index into mods, or -1
   std::vector<std::unique_ptr<ModInfo>> mods;
@@ -90,6 +93,9 @@ struct Session::Impl {
   Dwfl* dwfl = nullptr;
   internal::Names names;
   std::unordered_map<uint64_t, Result> cache;
+  cache::Store store;     // the symbol cache of the session's images
+  bool dwfl_tried = false;
+  std::string error;      // libdw could not be loaded
   // Code unloaded before the stop (unload.h): the records of this image,
   // oldest first; for each, where its mappings went in `mappings` (-1: it
   // overlaps one already there); the recorded addresses, first record wins.
@@ -107,6 +113,7 @@ struct Session::Impl {
   void add_unloaded();
   int place(const pprof::Mapping& m);
   void open_dwfl();
+  bool cacheable(int m) const;
   int mapping_of(uint64_t pc) const;
   bool mapped_by_same_file(int live, const pprof::Mapping& was) const;
   Result resolve(uint64_t pc);
@@ -218,8 +225,13 @@ void Session::Impl::add_unloaded() {
 // Without libdw the session still describes mappings; lookups then give
 // each address its mapping and no frames.
 void Session::Impl::open_dwfl() {
+  if (dwfl_tried) return;
+  dwfl_tried = true;
   std::string err;
-  if (!load_libdw(&err)) return;
+  if (!load_libdw(&err)) {
+    error = err;  // said once, in the line
+    return;
+  }
   internal::fill_callbacks(&callbacks);
   dwfl = dw().dwfl_begin(&callbacks);
   if (!dwfl) return;
@@ -271,13 +283,39 @@ Result Session::Impl::resolve(uint64_t pc) {
     if (it != gone_exec.begin() && pc < (--it)->end) r.mapping = it->mapping;
     return r;
   }
+  const int m = module_of_mapping[r.mapping];
+  const bool keep = cacheable(m);
+  const uint64_t rel = keep ? pc - mods[m]->low : 0;
+  if (keep)
+    if (const Result* hit = store.find(m, mods[m]->build_id, rel)) {
+      r.frames = hit->frames;
+      r.inlines_known = hit->inlines_known;
+      return r;
+    }
+  open_dwfl();
   if (!dwfl) return r;
   Dwfl_Module* mod = dw().dwfl_addrmodule(dwfl, pc);
   void** userdata = nullptr;
   if (mod) dw().dwfl_module_info(mod, &userdata, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
   ModInfo* mi = userdata ? static_cast<ModInfo*>(*userdata) : nullptr;
   if (mi) r.inlines_known = internal::module_frames(mod, mi, pc, &names, &r.frames);
+  store.note_lookup();
+  if (keep && mi == mods[m].get()) store.add(m, rel, r);
   return r;
+}
+
+// Whether module m's frames can be kept: it has a build ID to file them
+// under and check them by, its file was not deleted since it was mapped, and
+// its first mapping is at the file's start (addresses relative to it are
+// then the same in the next image).
+bool Session::Impl::cacheable(int m) const {
+  if (m < 0) return false;
+  const ModInfo& mi = *mods[m];
+  static const char kDeleted[] = " (deleted)";
+  const size_t nd = sizeof kDeleted - 1;
+  if (mi.build_id.empty() || (mi.path.size() > nd && mi.path.compare(mi.path.size() - nd, nd, kDeleted) == 0))
+    return false;
+  return mi.vdso || (heads[m] && heads[m]->start == mi.low);
 }
 
 void Coverage::add(const Result& r) {
@@ -301,12 +339,13 @@ void Coverage::apply(pprof::Mapping* m) const {
   m->has_inline_frames = locations && inline_frames == locations;
 }
 
-Session::Session(const std::string& maps_text, bool with_unloaded) : impl_(new Impl) {
+Session::Session(const std::string& maps_text, bool with_unloaded, const std::string& profile_dir)
+    : impl_(new Impl(profile_dir)) {
   impl_->lines = procmaps::parse(maps_text);
   impl_->find_modules();
+  for (auto& m : impl_->mods) m->profile_dir = profile_dir;
   impl_->build_mappings();
   if (with_unloaded) impl_->add_unloaded();
-  impl_->open_dwfl();
 }
 
 Session::~Session() {
@@ -341,6 +380,12 @@ size_t Session::lookup(const std::vector<uint64_t>& addrs, std::vector<Result>* 
   }
   return skipped;
 }
+
+void Session::keep() { impl_->store.flush(impl_->mods); }
+
+const CacheStats& Session::cache_stats() const { return impl_->store.stats(); }
+
+std::string Session::error() const { return impl_->error.empty() ? impl_->store.error() : impl_->error; }
 
 const std::vector<pprof::Mapping>& Session::mappings() const { return impl_->mappings; }
 

@@ -32,6 +32,14 @@ struct Coverage {
   void apply(pprof::Mapping* m) const;  // sets the four has_* flags
 };
 
+// How the addresses of a Session were answered.
+struct CacheStats {
+  uint64_t cached = 0;      // from the symbol cache
+  uint64_t looked_up = 0;   // with libdw (the rest had no mapping, or were unloaded code)
+  uint64_t rejected = 0;    // cache entries not used: corrupt, or their files changed
+  uint64_t stored = 0;      // cache entries written
+};
+
 class Session {
  public:
   // maps_text: /proc/self/maps as read at the stop (before anything unloads).
@@ -41,13 +49,19 @@ class Session {
   // mapping (appended to mappings() unless it overlaps one already there);
   // an address that is mapped by nothing now but lies in a gone library's
   // mapping gets that mapping and no frames.
-  explicit Session(const std::string& maps_text, bool with_unloaded = true);
+  // profile_dir: where the symbol cache of the session's images is
+  // (symbolize_cache.h), "" for none.
+  explicit Session(const std::string& maps_text, bool with_unloaded = true,
+                   const std::string& profile_dir = "");
   ~Session();
   // addrs are already adjusted to lie inside the instruction (return
   // addresses minus one). out gets one Result per address, same order.
   // From deadline_mono_ns on (CLOCK_MONOTONIC; 0: none), addresses not yet
   // resolved get their mapping and no frames; returns how many did.
   size_t lookup(const std::vector<uint64_t>& addrs, std::vector<Result>* out, uint64_t deadline_mono_ns = 0);
+  // Writes what lookup() found with libdw to the symbol cache (the stop
+  // does it once the profiles are written).
+  void keep();
   // Executable mappings, the main executable first, each with has_* flags
   // true only where every address looked up in it found names / files /
   // lines / inlines.
@@ -57,6 +71,10 @@ class Session {
   // what they and it need that nothing of the program needs (libelf, libz,
   // liblzma, ...). A profile leaves these out unless a location lies in one.
   std::vector<bool> loaded_for_shim() const;
+  const CacheStats& cache_stats() const;
+  // What went wrong that the line should say (libdw not loadable, the cache
+  // not usable); "" if nothing.
+  std::string error() const;
   struct Impl;
  private:
   Impl* impl_;

@@ -1,6 +1,7 @@
 // symbolize_files: the files behind libdwfl's modules — a module's own ELF
 // file and its separate debug file — found on this machine only, never over
 // the network, and used only when their build ID is the one in memory.
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,6 +17,24 @@ namespace internal {
 
 namespace {
 
+// The files a module's frames came from, and the places found empty, as the
+// symbol cache checks them (symbolize_cache.h).
+void witness(ModInfo* mi, const std::string& path) {
+  if (mi) mi->witnesses.push_back(cache::observe(path));
+}
+
+// An open() that failed for a reason of the moment, not of the file system:
+// what the module's lookup finds now is not what it would find.
+void note_failed_open(ModInfo* mi) {
+  if (mi && errno != ENOENT && errno != ENOTDIR) mi->cache_ok = false;
+}
+
+// Where libdwfl looks for a debug file by build ID, given our debuginfo path.
+std::string build_id_debug_path(const std::string& build_id) {
+  const std::string h = hex(build_id);
+  return h.size() < 4 ? std::string() : "/usr/lib/debug/.build-id/" + h.substr(0, 2) + "/" + h.substr(2) + ".debug";
+}
+
 bool same_build_id(Elf* elf, const std::string& want) {
   if (want.empty()) return true;  // nothing to check against
   const void* p = nullptr;
@@ -27,9 +46,12 @@ bool same_build_id(Elf* elf, const std::string& want) {
 // FIFO (or a device) planted where a binary or its debug file should be
 // would block open() or read() until the stop gave up, and a file with a
 // lease would block open() until the lease was broken. -1 otherwise.
-int open_regular(const char* path) {
+int open_regular(const char* path, ModInfo* mi) {
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (fd < 0) return -1;
+  if (fd < 0) {
+    note_failed_open(mi);
+    return -1;
+  }
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     close(fd);
@@ -44,7 +66,7 @@ int open_regular(const char* path) {
 // upgrade replaced it), through /proc/self/map_files, which still reaches the
 // mapped inode (opening it takes CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE;
 // without them the module just stays unnamed).
-int open_module_file(const ModInfo& mi, std::string* name) {
+int open_module_file(ModInfo& mi, std::string* name) {
   static const char kDeleted[] = " (deleted)";
   const size_t n = sizeof kDeleted - 1;
   const std::string& p = mi.path;
@@ -54,10 +76,10 @@ int open_module_file(const ModInfo& mi, std::string* name) {
                   static_cast<unsigned long long>(mi.map_start),
                   static_cast<unsigned long long>(mi.map_end));
     *name = p.substr(0, p.size() - n);
-    return open_regular(buf);
+    return open_regular(buf, &mi);
   }
   *name = p;
-  return open_regular(p.c_str());
+  return open_regular(p.c_str(), &mi);
 }
 
 // Dwfl_Callbacks.find_elf. A file is used only if its build ID is the one in
@@ -73,6 +95,7 @@ int find_elf(Dwfl_Module*, void** userdata, const char*, Dwarf_Addr, char** file
   }
   std::string name;
   int fd = open_module_file(*mi, &name);
+  witness(mi, name);
   if (fd < 0) return -1;
   Elf* elf = dw().elf_begin(fd, ELF_C_READ_MMAP, nullptr);
   if (!elf || !same_build_id(elf, mi->build_id)) {
@@ -87,8 +110,9 @@ int find_elf(Dwfl_Module*, void** userdata, const char*, Dwarf_Addr, char** file
 
 // Opens dir/link if it is a debug file for this module: not the module's own
 // file under another name, and carrying the module's build ID.
-int open_debug_candidate(const std::string& path, const struct stat* main_st, const std::string& want) {
-  int fd = open_regular(path.c_str());
+int open_debug_candidate(const std::string& path, const struct stat* main_st, const std::string& want,
+                         ModInfo* mi) {
+  int fd = open_regular(path.c_str(), mi);
   if (fd < 0) return -1;
   struct stat st;
   bool ok = fstat(fd, &st) == 0 && !(main_st && st.st_ino == main_st->st_ino && st.st_dev == main_st->st_dev);
@@ -113,9 +137,15 @@ int open_debug_candidate(const std::string& path, const struct stat* main_st, co
 // it for login shells), downloads while the profiled process is stopping.
 int find_debuginfo(Dwfl_Module* mod, void** userdata, const char* modname, Dwarf_Addr base,
                    const char* file_name, const char* link, GElf_Word crc, char** debug_name) {
+  auto* mi = userdata ? static_cast<ModInfo*>(*userdata) : nullptr;
+  if (mi && crc != 0) witness(mi, build_id_debug_path(mi->build_id));
+  if (mi && crc == 0 && link && link[0] == '/') witness(mi, link);  // a dwz file, named by its path
   int fd = dw().dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name, link, crc,
                                              debug_name);
-  // crc == 0 is libdwfl asking for a dwz alt file, which has no debuglink.
+  if (fd >= 0 && *debug_name) witness(mi, *debug_name);
+  // crc == 0 is libdwfl asking for a dwz alt file, which has no debuglink
+  // (and another build ID than the module's: never inflated under its name).
+  if (fd >= 0 && crc != 0) return use_inflated(fd, mi);
   if (fd >= 0 || !link || crc == 0 || !file_name || file_name[0] != '/') return fd;
   const unsigned char* bits = nullptr;
   GElf_Addr vaddr;
@@ -128,10 +158,11 @@ int find_debuginfo(Dwfl_Module* mod, void** userdata, const char* modname, Dwarf
   const std::string candidates[] = {dir + "/" + link, dir + "/.debug/" + link,
                                     "/usr/lib/debug" + dir + "/" + link};
   for (const auto& c : candidates) {
-    fd = open_debug_candidate(c, have_main ? &main_st : nullptr, want);
+    witness(mi, c);
+    fd = open_debug_candidate(c, have_main ? &main_st : nullptr, want, mi);
     if (fd >= 0) {
       *debug_name = strdup(c.c_str());
-      return fd;
+      return use_inflated(fd, mi);
     }
   }
   return -1;

@@ -16,6 +16,7 @@
 
 #include "pprof.h"
 #include "procmaps.h"
+#include "symbolize_cache.h"
 
 namespace symbolize {
 namespace internal {
@@ -33,7 +34,8 @@ namespace internal {
   X(dwarf_decl_line) X(dwarf_offdie) X(dwarf_nextcu)            \
   X(dwarf_getsrc_die) X(dwarf_lineno) X(dwarf_linesrc) X(dwarf_getsrcfiles)        \
   X(dwarf_filesrc) X(dwarf_diecu) X(dwarf_srclang) X(dwarf_entrypc) X(dwarf_hasattr)  \
-  X(dwelf_elf_gnu_build_id) X(elf_begin) X(elf_memory) X(elf_end)
+  X(dwelf_elf_gnu_build_id) X(elf_begin) X(elf_memory) X(elf_end)                \
+  X(elf_nextscn) X(gelf_getshdr) X(elf_compress) X(elf_update)
 
 struct Dw {
 #define PROFSHIM_DW_FIELD(f) decltype(&::f) f = nullptr;
@@ -95,6 +97,15 @@ struct ModInfo {
   bool syms_loaded = false;
   std::vector<FuncSym> syms;  // sorted by start, one per start
   DwarfState dwarf;
+  // The files libdw's callbacks opened or looked for, for the symbol cache;
+  // false when one could not be opened for a reason that may pass (no
+  // descriptor left, say): then what was found is not kept.
+  std::vector<cache::Witness> witnesses;
+  bool cache_ok = true;
+  // The profiles' directory, whose symbol cache may hold an inflated copy
+  // of this module's compressed debug file (symbolize_inflated.cc); "" for
+  // none.
+  std::string profile_dir;
 };
 
 // Demangles once per distinct symbol.
@@ -140,6 +151,11 @@ std::vector<bool> loaded_for_shim(const std::vector<procmaps::Line>& lines,
 // find_elf / find_debuginfo / debuginfo_path for dwfl_begin: a module's
 // userdata is its ModInfo.
 void fill_callbacks(Dwfl_Callbacks* cb);
+
+// fd, an open debug file of mi: if its DWARF is compressed, the inflated
+// copy of it in the symbol cache instead (made if need be; fd is then
+// closed), else fd itself.
+int use_inflated(int fd, ModInfo* mi);
 
 // --- symbolize_names.cc: the names of functions known from DWARF ---
 

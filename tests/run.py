@@ -35,7 +35,7 @@ DEFAULT_TIMEOUT = 120
 
 
 sys.path.insert(0, INTEGRATION)
-from common import communicate_bounded, find_go  # noqa: E402  (one place for each)
+from common import Skip, communicate_bounded, find_go  # noqa: E402  (one place for each)
 
 
 def indent_reason(reason):
@@ -48,10 +48,16 @@ class Tally:
         self.passed = 0
         self.failed = 0
         self.failures = []
+        self.skipped = []
 
     def ok(self, name, extra=""):
         self.passed += 1
         print("PASS %s%s" % (name, extra), flush=True)
+
+    def skip(self, name, reason):
+        # Neither passed nor failed: said, with why, never counted as a pass.
+        self.skipped.append(name)
+        print("SKIP %s: %s" % (name, indent_reason(reason)), flush=True)
 
     def bad(self, name, reason):
         self.failed += 1
@@ -160,6 +166,8 @@ def child_main(args):
         ctx = common.Ctx(args.build, args.tmp, os.environ.get("PROFSHIM_GO") or None)
         getattr(mod, func)(ctx)
         result["ok"] = True
+    except Skip as e:
+        result["skip"] = str(e)
     except AssertionError as e:
         result["reason"] = str(e) or "assertion failed:\n" + traceback.format_exc()
     except Exception:
@@ -217,6 +225,8 @@ def run_integration(build, filt, timeout, tally, tmp):
                 timeout, ("\noutput:\n" + extra_out[-2000:]) if extra_out else ""))
         elif res is None:
             tally.bad(name, "test process died (status %d) without a result:\n%s" % (p.returncode, extra_out[-3000:]))
+        elif res.get("skip"):
+            tally.skip(name, res["skip"])
         elif res["ok"]:
             tally.ok(name)
         else:
@@ -275,6 +285,8 @@ def main():
         tally.bad("harness", "no tests ran (filter %r?)" % args.filter)
     if tally.failures:
         print("# failed: %s" % " ".join(tally.failures), file=sys.stderr, flush=True)
+    if tally.skipped:
+        print("# skipped (not run here, see SKIP lines): %s" % " ".join(tally.skipped), flush=True)
     print("%d passed, %d failed" % (tally.passed, tally.failed), flush=True)
     return 1 if tally.failed else 0
 

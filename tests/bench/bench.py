@@ -29,6 +29,8 @@ usage: tests/bench/bench.py [--build DIR] [--out DIR] [--rounds N] [--smoke]
   --wait-rounds   counted rounds of the wait-profile section (default 7)
   --only waits    run the wait-profile section alone; the rest of the page
             comes from OUT/benchmarks.json of the last full run
+  --tree-rounds  counted rounds of the process-tree section (tests/bench/tree.py,
+            default 3; not in --smoke)
   --allow-missing  skip configurations whose Debian package is missing
             (and say so) instead of failing
 Exit status: 0 when every run succeeded (targets missed are reported, not
@@ -76,6 +78,7 @@ MIN_ROUNDS = 5  # counted rounds the time budget never cuts below
 ACCURACY_S = 120  # about what the accuracy section takes
 MICRO_S = 60  # about what the micro section takes
 WAITS_S = 420  # about what the wait-profile section takes
+TREE_S = 300  # about what the process-tree section takes (tests/bench/tree.py)
 
 
 sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
@@ -83,6 +86,7 @@ from common import find_go  # noqa: E402  (one place decides where go is)
 sys.path.insert(0, HERE)
 import micro  # noqa: E402
 import waits  # noqa: E402
+import tree  # noqa: E402
 
 
 # What the benchmark needs from Debian: (package, file that must exist, what for).
@@ -207,7 +211,7 @@ class Run:
 
 
 STOP_RE = re.compile(r"\bstop (\d+(?:\.\d+)?) ms")
-SYMBOLS_RE = re.compile(r"\(symbols (\d+(?:\.\d+)?) ms\)")
+SYMBOLS_RE = re.compile(r"\(symbols (\d+(?:\.\d+)?) ms[,)]")
 
 
 class Usage:
@@ -282,9 +286,12 @@ def run_program(runner, argv, env, cwd, stdin_path=None, timeout=300, pass_fds=(
 
 
 def dir_files(d):
-    """(count, bytes, names) of the files under d."""
+    """(count, bytes, names) of the files under d, profshim's symbol cache
+    (a hidden directory the images of a session share) left out."""
     n, size, names = 0, 0, []
-    for root, _, files in os.walk(d):
+    for root, dirs, files in os.walk(d):
+        if ".profshim-symbols" in dirs:
+            dirs.remove(".profshim-symbols")
         for f in files:
             try:
                 size += os.path.getsize(os.path.join(root, f))
@@ -604,7 +611,7 @@ class Bench:
             # further round that would end past the budget (with the accuracy
             # section, about ACCURACY_S, still to run).
             if (not self.smoke and rnd >= MIN_ROUNDS and rnd < rounds
-                    and elapsed + took * 1.1 + ACCURACY_S + MICRO_S + WAITS_S > self.args.budget_min * 60):
+                    and elapsed + took * 1.1 + ACCURACY_S + MICRO_S + WAITS_S + TREE_S > self.args.budget_min * 60):
                 self.log("stopping after %d counted rounds of %d: another would pass the %d min budget" % (
                     rnd, rounds, self.args.budget_min))
                 self.budget_cut = (rnd, rounds)
@@ -1036,6 +1043,8 @@ def render(bench, data):
 
     L.extend(micro.render(data["micro"], fmt_range, md_table))
     L.extend(waits.render(data.get("waits"), fmt_range, md_table))
+    if data.get("tree"):
+        L.extend(tree.render(data["tree"], fmt_range, md_table))
 
     # Accuracy
     acc = data["accuracy"]
@@ -1224,6 +1233,7 @@ def main():
     ap.add_argument("--micro-rounds", type=int, default=7)
     ap.add_argument("--wait-rounds", type=int, default=7)
     ap.add_argument("--only", choices=["waits"], default=None)
+    ap.add_argument("--tree-rounds", type=int, default=3)
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--allow-missing", action="store_true")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir")
@@ -1258,6 +1268,7 @@ def main():
         acc = bench.accuracy()
         micro_data = micro.run(bench, run_program, 1 if args.smoke else max(1, args.micro_rounds))
         waits_data = waits.run(bench, run_program, 1 if args.smoke else max(1, args.wait_rounds))
+        tree_data = None if args.smoke else tree.run(bench, run_program, max(1, args.tree_rounds))
         workloads = analyze(bench, runs)
         data = {
             "schema": 1,
@@ -1281,9 +1292,11 @@ def main():
             "accuracy": acc,
             "micro": micro_data,
             "waits": waits_data,
+            "tree": tree_data,
             "problems": bench.problems,
         }
-        data["targets"] = targets(workloads) + micro.targets(micro_data) + waits.targets(waits_data)
+        data["targets"] = targets(workloads) + micro.targets(micro_data) + waits.targets(waits_data) + (
+            tree.targets(tree_data) if tree_data else [])
         data["notes"] = notes(data)
         data["elapsed_s"] = time.monotonic() - t0
         data["machine"]["load_end"] = " ".join((read_text("/proc/loadavg") or "? ? ?").split()[:3])

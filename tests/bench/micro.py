@@ -10,6 +10,9 @@ in the figures.
 - mallocs (tests/bench/mallocs.c): one thread per core allocating at once.
   No target: it shows what one shared jemalloc arena costs
   (docs/ALLOCATOR.md), the price of the threads target.
+- climb (tests/bench/climb.c): a heap climbing to 1 GiB, with heap-peak
+  files written as it goes (PROFILE_PEAK_AFTER=0: the loop is shorter than
+  the default 10 s). Target: active ≤ 1.03× inert (issue 11).
 
 Each is run plain, inert and active, interleaved (every program under every
 configuration, then again), one warm-up round not counted; a ratio is the
@@ -27,11 +30,14 @@ RESULT_RE = re.compile(r"loop_s ([\d.]+) cpu_s ([\d.]+)")
 
 
 class Micro:
-    def __init__(self, key, src, label, count, smoke_count, unit, target_cfg, limit, mechanism, per_core=False):
+    def __init__(self, key, src, label, count, smoke_count, unit, target_cfg, limit, mechanism, per_core=False,
+                 versus="plain", active_env=None):
         self.key, self.src, self.label = key, src, label
         self.count, self.smoke_count, self.unit = count, smoke_count, unit
         self.target_cfg, self.limit, self.mechanism = target_cfg, limit, mechanism
         self.per_core = per_core  # one thread per core, count operations each
+        self.versus = versus  # the configuration the target compares with
+        self.active_env = active_env or {}  # more PROFILE_* for the active run
 
     def args(self, count):
         return ([str(os.cpu_count() or 1)] if self.per_core else []) + [str(count)]
@@ -53,6 +59,11 @@ MICROS = [
     Micro("mallocs", "mallocs.c", "concurrent allocation, %d threads at once (one per core), each %d "
           "malloc/free of 16 B–64 KiB", 5000000, 20000, "operation", "inert", None,
           "one jemalloc arena shared by all threads (docs/ALLOCATOR.md)", per_core=True),
+    Micro("climb", "climb.c", "a heap climbing to %d MiB in blocks of 4–64 KiB, each written and read, then "
+          "freed; heap-peak files written as it climbs (PROFILE_PEAK_AFTER=0)", 1024, 128, "MiB", "active", 1.03,
+          "the snapshot worker's heap dumps and heap-peak files (shim/snapshot_jobs.cc; rate limits in "
+          "docs/DESIGN.md, \"While the program runs\"), besides CPU and heap sampling",
+          versus="inert", active_env={"PROFILE_PEAK_AFTER": "0"}),
 ]
 
 
@@ -84,7 +95,7 @@ def run(bench, run_program, rounds):
                 if cfg != "plain":
                     env["LD_PRELOAD"] = bench.shim
                 if cfg == "active":
-                    env.update(PROFILE_DIR=out, PROFILE_NAME=m.key)
+                    env.update(PROFILE_DIR=out, PROFILE_NAME=m.key, **m.active_env)
                 rfd, wfd = os.pipe()
                 argv = [progs[m.key], str(wfd)] + m.args(count)
                 try:
@@ -98,7 +109,7 @@ def run(bench, run_program, rounds):
                     text = ""
                 os.close(rfd)
                 shown = " ".join("%s=%s" % (k, env[k]) for k in ("LD_PRELOAD", "PROFILE_DIR", "PROFILE_NAME")
-                                 if k in env)
+                                 + tuple(sorted(m.active_env)) if k in env)
                 commands[(m.key, cfg)] = ((shown + " " if shown else "") + " ".join([progs[m.key], "FD"] + m.args(count))) \
                     .replace(bench.shim, "$SHIM").replace(out, "$OUT").replace(bench.bin, "$BIN")
                 r = {"round": rnd, "ok": True, "rc": rc, "wall_s": wall}
@@ -115,21 +126,25 @@ def run(bench, run_program, rounds):
     out = []
     for m in MICROS:
         count = m.smoke_count if smoke else m.count
-        plain = {r["round"]: r for r in runs[(m.key, "plain")] if r["round"] >= 1 and r["ok"]}
+        base = {c: {r["round"]: r for r in runs[(m.key, c)] if r["round"] >= 1 and r["ok"]}
+                for c in ("plain", m.versus)}
         cfgs = []
         for cfg, label in CONFIGS:
             good = [r for r in runs[(m.key, cfg)] if r["round"] >= 1 and r["ok"]]
-            ratio = {}
-            for k in ("loop_s", "cpu_s"):
-                ratio[k] = summarize([r[k] / plain[r["round"]][k] for r in good
-                                      if r["round"] in plain and plain[r["round"]][k] > 0])
+            ratios = {}
+            for c, by_round in base.items():
+                ratios[c] = {k: summarize([r[k] / by_round[r["round"]][k] for r in good
+                                           if r["round"] in by_round and by_round[r["round"]][k] > 0])
+                             for k in ("loop_s", "cpu_s")}
             cfgs.append({"key": cfg, "label": label, "command": commands.get((m.key, cfg)),
                          "summary": {k: summarize([r[k] for r in good]) for k in ("loop_s", "cpu_s")},
                          "parallel": summarize([r["cpu_s"] / r["loop_s"] for r in good if r["loop_s"] > 0]),
-                         "ratio_to_plain": ratio, "runs": runs[(m.key, cfg)]})
+                         "ratio_to_plain": ratios["plain"], "ratio_to_versus": ratios[m.versus],
+                         "runs": runs[(m.key, cfg)]})
         out.append({"key": m.key, "label": m.describe(count), "count": count, "unit": m.unit,
                     "threads": (os.cpu_count() or 1) if m.per_core else 1,
-                    "target": {"configuration": m.target_cfg, "limit": m.limit}, "configs": cfgs})
+                    "target": {"configuration": m.target_cfg, "limit": m.limit, "versus": m.versus},
+                    "configs": cfgs})
     return {"rounds": rounds, "warmup": 1 - first, "benchmarks": out}
 
 
@@ -142,13 +157,13 @@ def targets(data):
     out = []
     for b in data["benchmarks"]:
         m = next(x for x in MICROS if x.key == b["key"])
-        t, p = _cfg(b, m.target_cfg), _cfg(b, "plain")
-        r = t and t["ratio_to_plain"]["loop_s"]
+        t, p = _cfg(b, m.target_cfg), _cfg(b, m.versus)
+        r = t and t["ratio_to_versus"]["loop_s"]
         if not r:
             continue
-        c = t["ratio_to_plain"]["cpu_s"]
-        detail = "per-round %s/plain loop wall: median %.3f (%.3f–%.3f)" % (m.target_cfg, r["median"], r["min"],
-                                                                          r["max"])
+        c = t["ratio_to_versus"]["cpu_s"]
+        detail = "per-round %s/%s loop wall: median %.3f (%.3f–%.3f)" % (m.target_cfg, m.versus, r["median"],
+                                                                       r["min"], r["max"])
         if c:
             detail += "; cpu: %.3f (%.3f–%.3f)" % (c["median"], c["min"], c["max"])
         met = None if m.limit is None else r["median"] <= m.limit
@@ -157,8 +172,9 @@ def targets(data):
             detail += ". Missed: %.2f µs more per %s, in %s" % (extra, m.unit, m.mechanism)
         elif met is None:
             detail += " (%s)" % m.mechanism
-        name = "%s vs plain (loop wall) — reported, no target" % dict(CONFIGS)[m.target_cfg] if m.limit is None \
-            else "%s ≤ %.1f× plain (loop wall)" % (dict(CONFIGS)[m.target_cfg], m.limit)
+        name = "%s vs %s (loop wall) — reported, no target" % (dict(CONFIGS)[m.target_cfg], dict(CONFIGS)[m.versus]) \
+            if m.limit is None else "%s ≤ %s× %s (loop wall)" % (dict(CONFIGS)[m.target_cfg], ("%.2f" % m.limit).rstrip("0"),
+                                                              dict(CONFIGS)[m.versus])
         out.append({"target": name, "workload": b["key"], "value": r["median"], "limit": m.limit, "met": met,
                     "detail": detail})
     return out
@@ -167,7 +183,7 @@ def targets(data):
 def render(data, fmt_range, md_table):
     """The markdown section (a list of lines)."""
     L = ["## Threads and the signal API", "",
-         "Two small programs, timed from inside (`CLOCK_MONOTONIC` and `CLOCK_PROCESS_CPUTIME_ID` around the "
+         "Small programs, timed from inside (`CLOCK_MONOTONIC` and `CLOCK_PROCESS_CPUTIME_ID` around the "
          "loop, written to a pipe), so process start and the stop are not in the figures; %d warm-up + %d "
          "counted rounds, interleaved (every program under every configuration, then again). A `×plain` cell is "
          "the median (min–max) of the per-round ratios to the plain run of the same round." % (
@@ -183,8 +199,10 @@ def render(data, fmt_range, md_table):
     L.append("")
     for b in data["benchmarks"]:
         lim = b["target"]["limit"]
-        L.append("- `%s`: %s. %s" % (b["key"], b["label"], "No target." if lim is None else "Target: %s ≤ %.1f× plain."
-                                    % (dict(CONFIGS)[b["target"]["configuration"]], lim)))
+        versus = dict(CONFIGS)[b["target"].get("versus", "plain")]
+        L.append("- `%s`: %s. %s" % (b["key"], b["label"], "No target." if lim is None else "Target: %s ≤ %s× %s."
+                                    % (dict(CONFIGS)[b["target"]["configuration"]], ("%.2f" % lim).rstrip("0"),
+                                       versus)))
         if b["threads"] > 1:
             par = ", ".join("%s %.2f" % (c["label"], c["parallel"]["median"]) for c in b["configs"] if c["parallel"])
             L.append("  - Cores busy at once (loop CPU / loop wall, median): %s, of %d.%s" % (

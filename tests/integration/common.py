@@ -37,6 +37,11 @@ class TestFailure(AssertionError):
     pass
 
 
+class Skip(Exception):
+    """Raised by a test that cannot run on this machine (say why): reported
+    as SKIP, never counted as passed."""
+
+
 def check(cond, msg):
     if not cond:
         raise TestFailure(msg)
@@ -550,14 +555,28 @@ def truths(result):
     return out
 
 
+# The symbol cache the images of a session share, a hidden directory in
+# PROFILE_DIR (docs/DESIGN.md, "The symbol cache"): not a profile, and
+# left out of what a test expects PROFILE_DIR to hold.
+SYMBOL_CACHE = ".profshim-symbols"
+
+
+def profile_dir_names(d):
+    """What PROFILE_DIR d holds besides the symbol cache, sorted."""
+    return sorted(n for n in os.listdir(d) if n != SYMBOL_CACHE) if os.path.isdir(d) else []
+
+
 def files_in(d):
-    return sorted(os.listdir(d)) if os.path.isdir(d) else []
+    return profile_dir_names(d)
 
 
-def walk_all(d):
-    """Every path under d (relative), dirs included."""
+def walk_all(d, skip_symbol_cache=False):
+    """Every path under d (relative), dirs included (the symbol cache's left
+    out if asked)."""
     out = []
     for root, dirs, files in os.walk(d):
+        if skip_symbol_cache and SYMBOL_CACHE in dirs:
+            dirs.remove(SYMBOL_CACHE)
         for n in dirs + files:
             out.append(os.path.relpath(os.path.join(root, n), d))
     return sorted(out)

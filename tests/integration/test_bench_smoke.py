@@ -121,7 +121,7 @@ def test_bench_smoke(ctx):
     micro = [rows for header, rows in tabs if header == MICRO_COLUMNS]
     check(len(micro) == 1, "expected the threads/signal API table%s" % ctxmsg)
     mrows = {(r[0], r[1]): r for r in micro[0]}
-    want = {("`%s`" % b, c) for b in ("threads", "sigapi", "mallocs")
+    want = {("`%s`" % b, c) for b in ("threads", "sigapi", "mallocs", "climb")
             for c in ("plain", "profshim inert", "profshim active")}
     check(set(mrows) == want, "micro rows: %s, want %s%s" % (sorted(mrows), sorted(want), ctxmsg))
     for key, r in mrows.items():

@@ -4,7 +4,7 @@ written; nothing else, and nothing ever on stdout."""
 import os
 import re
 
-from common import SUMMARY_PREFIX, check, indent
+from common import SUMMARY_PREFIX, check, indent, profile_dir_names
 
 
 def _compare_with_plain(ctx, argv, expect_names, name="run", **vars):
@@ -25,8 +25,8 @@ def _compare_with_plain(ctx, argv, expect_names, name="run", **vars):
     check(sorted(named) == want, "summary line should name %s; it names %s\n  %s" % (want, named, line))
     for p in named:
         check(os.path.isfile(p), "summary names %s, which does not exist" % p)
-    check(sorted(os.listdir(d)) == sorted(expect_names), "PROFILE_DIR holds %s, want %s" % (
-        sorted(os.listdir(d)), sorted(expect_names)))
+    check(profile_dir_names(d) == sorted(expect_names), "PROFILE_DIR holds %s, want %s" % (
+        profile_dir_names(d), sorted(expect_names)))
     return line, r
 
 

@@ -33,7 +33,7 @@ import subprocess
 import threading
 import time
 
-from common import check, clip, communicate_bounded, indent
+from common import check, clip, communicate_bounded, indent, profile_dir_names
 from st_helpers import gzip_ok, prof_env
 
 RUNS = 160
@@ -138,7 +138,7 @@ def _check_run(ctx, res, modes):
         named += files
     if len(set(named)) != len(named):
         why.append("two lines name the same file (one image replaced another's): %s" % sorted(named))
-    have = sorted(os.path.join(res["dir"], n) for n in os.listdir(res["dir"]))
+    have = sorted(os.path.join(res["dir"], n) for n in profile_dir_names(res["dir"]))
     if sorted(set(named)) != have:
         why.append("PROFILE_DIR holds %s, the lines name %s" % (
             [os.path.basename(p) for p in have], sorted(os.path.basename(p) for p in named)))

@@ -6,7 +6,7 @@ import os
 import re
 import subprocess
 
-from common import check, indent
+from common import check, indent, profile_dir_names
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WRAPPER = os.path.join(REPO, "scripts", "profshim")
@@ -44,8 +44,8 @@ def test_options_become_variables(ctx):
                     ctx.workload("heap_hold")])
     check(r.returncode == 0, "profshim exited %d: %s" % (r.returncode, r.stderr.decode()))
     # --hz 0, --wait-sample 0: no CPU or wait profile; -n is slugged; -d is created.
-    check(sorted(os.listdir(d)) == ["a-b.heap.pprof"], "want only a-b.heap.pprof in %s, got %s" % (
-        d, sorted(os.listdir(d))))
+    check(profile_dir_names(d) == ["a-b.heap.pprof"], "want only a-b.heap.pprof in %s, got %s" % (
+        d, profile_dir_names(d)))
     prof = ctx.read(os.path.join(d, "a-b.heap.pprof"))
     check(prof.period == 65536, "--heap-sample 65536 should give period 65536, got %s" % prof.period)
 

@@ -2,6 +2,8 @@
 #include "check.h"
 #include "config.h"
 
+#include <signal.h>
+
 #include <map>
 
 namespace {
@@ -108,4 +110,78 @@ TEST(unknown_profile_variables_are_named) {
   CHECK_EQ(config::unknown_vars(env), std::string("PROFILE_CPU_HERTZ, PROFILE_HEAP"));
   const char* clean[] = {"PROFILE_DIR=/tmp/p", "PROFILE_STOP_TIMEOUT=2", nullptr};
   CHECK_EQ(config::unknown_vars(clean), std::string());
+}
+
+TEST(running_variables_defaults_and_values) {
+  config::Config c;
+  CHECK_EQ(parse_with({{"PROFILE_DIR", "d"}}, &c), std::string());
+  CHECK_EQ(c.peak_floor, uint64_t(64) << 20);
+  CHECK_EQ(c.peak_after_ms, uint64_t(10000));
+  CHECK_EQ(c.interval_ms, uint64_t(0));
+  CHECK_EQ(c.snapshot_signal, 0);
+  CHECK(!c.snapshot_trigger);
+  CHECK_EQ(c.snapshot_keep, 10u);
+  CHECK_EQ(c.mem_millihz, uint64_t(0));
+  CHECK_EQ(parse_with({{"PROFILE_DIR", "d"}, {"PROFILE_PEAK_FLOOR", "256M"}, {"PROFILE_PEAK_AFTER", "2.5"},
+                       {"PROFILE_INTERVAL", "1.5m"}, {"PROFILE_SNAPSHOT_SIGNAL", "SIGUSR2"},
+                       {"PROFILE_SNAPSHOT_TRIGGER", "1"}, {"PROFILE_SNAPSHOT_KEEP", "3"}, {"PROFILE_MEM_HZ", "0.1"}},
+                      &c),
+           std::string());
+  CHECK_EQ(c.peak_floor, uint64_t(256) << 20);
+  CHECK_EQ(c.peak_after_ms, uint64_t(2500));
+  CHECK_EQ(c.interval_ms, uint64_t(90000));
+  CHECK_EQ(c.snapshot_signal, SIGUSR2);
+  CHECK(c.snapshot_trigger);
+  CHECK_EQ(c.snapshot_keep, 3u);
+  CHECK_EQ(c.mem_millihz, uint64_t(100));
+  CHECK_EQ(parse_with({{"PROFILE_DIR", "d"}, {"PROFILE_PEAK_FLOOR", "0"}, {"PROFILE_INTERVAL", "0"},
+                       {"PROFILE_SNAPSHOT_SIGNAL", "0"}}, &c),
+           std::string());
+  CHECK_EQ(c.peak_floor, uint64_t(0));
+  CHECK_EQ(c.interval_ms, uint64_t(0));
+  CHECK_EQ(c.snapshot_signal, 0);
+  const char* durations[][2] = {{"500ms", ""}, {"1000ms", "1000"}, {"30s", "30000"}, {"5m", "300000"},
+                                {"1h", "3600000"}, {"2d", "172800000"}, {"30d", "2592000000"}};
+  for (auto& d : durations) {
+    std::string err = parse_with({{"PROFILE_DIR", "d"}, {"PROFILE_INTERVAL", d[0]}}, &c);
+    if (!*d[1]) {
+      CHECK(!err.empty());
+    } else {
+      CHECK_EQ(err, std::string());
+      CHECK_EQ(c.interval_ms, uint64_t(std::stoull(d[1])));
+    }
+  }
+}
+
+TEST(running_variables_malformed) {
+  const char* bad[][2] = {{"PROFILE_INTERVAL", "30"},        {"PROFILE_INTERVAL", "5x"},
+                          {"PROFILE_INTERVAL", "31d"},       {"PROFILE_INTERVAL", "s"},
+                          {"PROFILE_INTERVAL", "-1s"},       {"PROFILE_INTERVAL", ""},
+                          {"PROFILE_SNAPSHOT_KEEP", "0"},    {"PROFILE_SNAPSHOT_KEEP", "100001"},
+                          {"PROFILE_SNAPSHOT_KEEP", "2 "},   {"PROFILE_SNAPSHOT_SIGNAL", "USR3"},
+                          {"PROFILE_SNAPSHOT_SIGNAL", "KILL"}, {"PROFILE_SNAPSHOT_SIGNAL", "SEGV"},
+                          {"PROFILE_SNAPSHOT_SIGNAL", "CHLD"}, {"PROFILE_SNAPSHOT_SIGNAL", "usr2"},
+                          {"PROFILE_SNAPSHOT_SIGNAL", "12"},  {"PROFILE_SNAPSHOT_SIGNAL", "RTMAX-4"},
+                          {"PROFILE_SNAPSHOT_SIGNAL", "RTMIN+99"}, {"PROFILE_SNAPSHOT_SIGNAL", ""},
+                          {"PROFILE_SNAPSHOT_TRIGGER", "yes"}, {"PROFILE_SNAPSHOT_TRIGGER", ""},
+                          {"PROFILE_MEM_HZ", "101"},         {"PROFILE_MEM_HZ", "0.0001"},
+                          {"PROFILE_PEAK_FLOOR", "64MB"},    {"PROFILE_PEAK_FLOOR", "-1"},
+                          {"PROFILE_PEAK_FLOOR", "M"},       {"PROFILE_PEAK_AFTER", "86401"},
+                          {"PROFILE_PEAK_AFTER", "1s"}};
+  for (auto& b : bad) {
+    config::Config c;
+    std::string err = parse_with({{"PROFILE_DIR", "d"}, {b[0], b[1]}}, &c);
+    CHECK(err.find(b[0]) != std::string::npos);
+  }
+}
+
+TEST(snapshot_signal_names) {
+  CHECK_EQ(config::snapshot_signal_number("USR2"), SIGUSR2);
+  CHECK_EQ(config::snapshot_signal_number("SIGHUP"), SIGHUP);
+  CHECK_EQ(config::snapshot_signal_number("RTMIN"), SIGRTMIN);
+  CHECK_EQ(config::snapshot_signal_number("RTMIN+3"), SIGRTMIN + 3);
+  CHECK_EQ(config::snapshot_signal_number("RTMAX-1"), SIGRTMAX - 1);
+  CHECK_EQ(config::snapshot_signal_number("RTMAX-4"), 0);  // the shim's own
+  CHECK_EQ(config::snapshot_signal_number("RTMIN-1"), 0);
+  CHECK_EQ(config::snapshot_signal_number("ABRT"), 0);
 }

@@ -79,3 +79,20 @@ TEST(no_file_written) {
   f.files.clear();
   CHECK(summary::format(f).rfind("wrote no profile | cpu 1.43 s", 0) == 0);
 }
+
+// While running: the snapshots and heap peaks an image wrote, counted, the
+// first and last set named by their stem; nothing when there were none.
+TEST(snapshots_and_peaks) {
+  summary::Figures f = readme();
+  CHECK(summary::format(f).find("snapshot") == std::string::npos);
+  f.snapshots = 3, f.snapshots_kept = 2, f.peaks = 1;
+  f.first_snapshot = "/tmp/prof/x.1.*", f.last_snapshot = "/tmp/prof/x.3.*";
+  std::string s = summary::format(f);
+  CHECK(s.find(" | 3 snapshots: /tmp/prof/x.1.* to /tmp/prof/x.3.* (2 kept) | 1 heap peak written") !=
+        std::string::npos);
+  f.snapshots = 1, f.snapshots_kept = 1, f.peaks = 0;
+  f.last_snapshot = f.first_snapshot;
+  s = summary::format(f);
+  CHECK(s.find(" | 1 snapshot: /tmp/prof/x.1.* (1 kept)") != std::string::npos);
+  CHECK(s.find("heap peak") == std::string::npos);
+}

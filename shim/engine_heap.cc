@@ -1,0 +1,73 @@
+// engine_heap: the heap profiler's part of a set (engine.h): jemalloc's
+// dump of the live and cumulative samples, unsampled (heap_dump.h), each
+// stack cut at the allocation call. The same part serves a stop (sampling
+// switched off first), a snapshot and a new peak (sampling goes on: the
+// dump takes jemalloc's profiler locks for as long as it runs, which is all
+// a program's thread can wait on).
+#include "engine.h"
+#include "heap.h"
+#include "heap_dump.h"
+#include "sys.h"
+
+namespace engine {
+namespace {
+
+bool g_on;  // heap::start() ran for this image
+
+void cut(const heap_dump::Dump& d, const Self& self, Part* out) {
+  for (const auto& rec : d.records) {
+    Sample s;
+    size_t i = 0;
+    while (i < rec.pcs.size() && self.in_alloc(rec.pcs[i] - 1)) ++i;  // the allocator
+    // Called from the shim's own code (its libstdc++'s static initialisers,
+    // say): the shim's allocation, not the program's.
+    if (i < rec.pcs.size() && self.in_text(rec.pcs[i] - 1) && !self.in_wrap(rec.pcs[i] - 1)) continue;
+    for (; i < rec.pcs.size(); ++i)
+      if (!self.in_wrap(rec.pcs[i] - 1)) s.addrs.push_back(rec.pcs[i] - 1);
+    s.values = {int64_t(rec.alloc_objects + 0.5), int64_t(rec.alloc_space + 0.5),
+                int64_t(rec.inuse_objects + 0.5), int64_t(rec.inuse_space + 0.5)};
+    out->samples.push_back(std::move(s));
+  }
+}
+
+bool on() { return g_on; }
+
+void begin(const When&) { g_on = heap::started(); }
+
+void halt() { heap::set_active(false); }
+
+// A heap profile is a picture of one moment, the dump: its time is when the
+// dump was taken and it has no duration, as Go's heap profiles (runtime/pprof
+// sets time_nanos when it writes one, and duration_nanos only for CPU).
+bool collect(Why why, const When&, const Self& self, Part* out, std::string* err) {
+  out->kind = why == Why::kPeak ? "heap-peak" : "heap";
+  out->types = {{"alloc_objects", "count"}, {"alloc_space", "bytes"}, {"inuse_objects", "count"},
+                {"inuse_space", "bytes"}};
+  out->default_type = "inuse_space";
+  out->period_type = {"space", "bytes"};
+  out->time_ns = int64_t(sys::now_ns(CLOCK_REALTIME));
+  std::string text, why_not;
+  if (!heap::dump(&text, &why_not)) {
+    *err = "heap profile not taken: " + why_not;
+    return false;
+  }
+  heap_dump::Dump dump;
+  if (!heap_dump::parse(text, &dump, &why_not)) {
+    *err = "heap profile unreadable: " + why_not;
+    return false;
+  }
+  out->period = int64_t(dump.period);
+  cut(dump, self, out);
+  return true;
+}
+
+void figures(const Part* part, summary::Figures* f) {
+  f->heap_seen = heap::serves_malloc();
+  if (part) f->heap_inuse_bytes = uint64_t(part->total("inuse_space"));
+}
+
+}  // namespace
+
+const Engine kHeap = {"heap", on, begin, halt, collect, figures};
+
+}  // namespace engine

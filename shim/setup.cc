@@ -1,0 +1,115 @@
+// setup: the shim's one constructor. Reads the configuration and, when
+// profiling is asked for, sets everything up before main: the directory,
+// the image's identity, the symbolizer and gzip, the engines, the signals,
+// then the state machine (lifecycle.h) and the snapshot worker
+// (snapshot.h). Fail-fast: a setup error is one "# profshim: error:" line
+// and exit status 78, before any of the program's code has run.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "atomic_file.h"
+#include "config.h"
+#include "errline.h"
+#include "gzip.h"
+#include "heap.h"
+#include "image.h"
+#include "lifecycle.h"
+#include "own_signal.h"
+#include "real.h"
+#include "recover.h"
+#include "sampler.h"
+#include "session_env.h"
+#include "sigmask.h"
+#include "signals.h"
+#include "snapshot.h"
+#include "stackwalk.h"
+#include "symbolize.h"
+#include "waits.h"
+
+namespace {
+
+// Built on first use (our constructor may run before this file's C++
+// initialisers would) and never destroyed: after a stop that timed out, the
+// stop thread may still read it while exit() runs the atexit destructors.
+config::Config& cfg() {
+  static config::Config* c = new config::Config;
+  return *c;
+}
+
+[[noreturn]] void fail(const std::string& why) {
+  errline::line(("error: " + why).c_str());
+  // Before main: nothing of the program's has run, so nothing to flush.
+  syscall(SYS_exit_group, 78);
+  __builtin_unreachable();
+}
+
+// Milliseconds as the seconds a user writes: 10000 -> "10", 280 -> "0.28".
+void seconds_text(uint64_t ms, char* out, size_t cap) {
+  snprintf(out, cap, "%llu.%03llu", (unsigned long long)(ms / 1000), (unsigned long long)(ms % 1000));
+  size_t n = strlen(out);
+  while (out[n - 1] == '0') out[--n] = 0;
+  if (out[n - 1] == '.') out[n - 1] = 0;
+}
+
+void setup(void*) {
+  std::string err = config::parse([](const char* n) -> const char* { return getenv(n); }, &cfg());
+  if (!err.empty()) fail(err);
+  if (!cfg().active) {
+    heap::set_active(false);
+    return;
+  }
+  errline::init();
+  if (!(err = atomic_file::ensure_dir(cfg().dir)).empty()) fail("PROFILE_DIR: " + err);
+  // Absolute from here on: the program may chdir before it stops (and the
+  // session's identity is computed from it).
+  if (char* abs = realpath(cfg().dir.c_str(), nullptr)) {
+    cfg().dir = abs;
+    free(abs);
+  }
+  session_env::pass_on_absolute(cfg().dir);
+  image::setup(&cfg(), pid_t(syscall(SYS_getpid)));
+  // A misspelt variable would be ignored in silence: named once, by the root.
+  std::string unknown = config::unknown_vars(environ);
+  if (!unknown.empty() && image::root())
+    errline::line(("warning: not a profshim variable, ignored: " + unknown + " (see docs/CONFIG.md)").c_str());
+  stackwalk::prime();
+  stackwalk::note_unsafe_code();
+  // zlib first: libdw needs it too, and whoever loads it first decides its
+  // binding (gzip.cc loads it deep-bound).
+  if (!gzip::load(&err)) fail(err);
+  if (!symbolize::load_libdw(&err)) fail(err);
+  if (cfg().heap_sample) {
+    if (!heap::available(&err) || !heap::start(cfg().heap_lg_sample, &err)) fail(err);
+  } else {
+    heap::set_active(false);
+  }
+  if (!own_signal::install(&err)) fail(err);
+  sigmask::setup(own_signal::number());
+  if (cfg().cpu_hz && !sampler::start(cfg().cpu_hz, &err)) fail(err);
+  if (cfg().wait_sample_ns && !waits::start(cfg().wait_sample_ns, &err)) fail(err);
+  if (!signals::install(cfg().snapshot_signal) && cfg().snapshot_signal)
+    errline::line("warning: PROFILE_SNAPSHOT_SIGNAL: this process started with that signal ignored, "
+                  "and it stays ignored: no snapshot by signal");
+  signals::ensure_altstack();  // the main thread's, kept for the process's life
+  char timeout[32];
+  seconds_text(cfg().stop_timeout_ms, timeout, sizeof timeout);
+  uint64_t start = lifecycle::start(&cfg(), timeout);
+  // After the state machine runs: the worker works only while it does.
+  if (!snapshot::setup(&cfg(), start, &err)) fail(err);
+}
+
+__attribute__((constructor)) void init() {
+  real::resolve_all();
+  // The shim's own setup allocations are not the program's.
+  heap::set_thread_active(false);
+  const char* why = nullptr;
+  if (!recover::run(setup, nullptr, &why)) fail(std::string("setup failed: ") + why);
+  heap::set_thread_active(true);
+}
+
+}  // namespace

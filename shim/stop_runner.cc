@@ -1,0 +1,110 @@
+// stop_runner: where a claimed stop runs; see stop_runner.h.
+#include "stop_runner.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+
+#include "freeze.h"
+#include "own_signal.h"
+#include "recover.h"
+#include "shim_thread.h"
+#include "sigmask.h"
+#include "signals.h"
+#include "stack.h"
+#include "sys.h"
+
+namespace stop_runner {
+namespace {
+
+// The stop under way (one per image at a time: lifecycle's claim).
+finish::Context* g_ctx;
+void (*g_done)();
+__thread bool t_in_place;     // this thread runs a normal stop in place, bounded by a timer
+__thread bool t_stop_thread;  // this thread is a stop thread
+
+void run_finish(void*) { finish::run(*g_ctx); }
+
+// The stop with a way out: a crash or an allocation failure inside it ends
+// the stop with one line, not the process.
+void finish_guarded(void* = nullptr) {
+  const char* why = nullptr;
+  if (!recover::run(run_finish, nullptr, &why)) finish::report_failure(*g_ctx, why);
+}
+
+void unblock_own_signal() {
+  sigset_t ours;
+  sigemptyset(&ours);
+  sigaddset(&ours, own_signal::number());
+  sigmask::unfiltered(SIG_UNBLOCK, &ours, nullptr);
+}
+
+// Past the deadline the watchdog (the shim's signal on this thread) ends
+// the stop: on_watchdog(), or lifecycle's for a fatal stop.
+int arm_watchdog() {
+  uint64_t now = sys::now_ns(CLOCK_MONOTONIC), deadline = g_ctx->deadline_mono_ns;
+  return own_signal::arm_self(own_signal::kWatchdog, deadline > now ? deadline - now : 1);
+}
+
+void stop_thread_body(void* altp) {
+  shim_thread::enter_allocator();
+  *static_cast<void**>(altp) = signals::ensure_altstack();  // a fault in the stop reaches recover
+  run_finish(nullptr);
+}
+
+void* stop_thread(void*) {
+  sigmask::Internal inside;
+  t_stop_thread = true;
+  prctl(PR_SET_NAME, "profshim-stop", 0, 0, 0);
+  void* alt = nullptr;
+  const char* why = nullptr;
+  if (!recover::run(stop_thread_body, &alt, &why)) finish::report_failure(*g_ctx, why);
+  g_done();
+  signals::release_altstack(alt);
+  return nullptr;
+}
+
+void in_place(void*) {
+  // The watchdog's signal must reach this thread: a program's handler may
+  // block it (one on its alternate stack).
+  unblock_own_signal();
+  int watchdog = arm_watchdog();
+  t_in_place = true;
+  finish_guarded();
+  t_in_place = false;
+  own_signal::disarm(watchdog);
+}
+
+}  // namespace
+
+void normal(finish::Context& ctx, bool in_handler, void (*done)()) {
+  g_ctx = &ctx, g_done = done;
+  if (!in_handler && shim_thread::spawn(stop_thread, nullptr)) return;
+  if (!stack::run_on_fresh(shim_thread::kStack, in_handler ? in_place : finish_guarded, nullptr))
+    finish::report_failure(ctx, "out of memory (no stack for the stop)");
+  done();
+}
+
+void fatal(finish::Context& ctx) {
+  g_ctx = &ctx;
+  // The watchdog's signal must reach this thread: a fatal signal can come
+  // inside the shim's own handler (an external SIGRTMAX-4) or a program's
+  // handler whose kernel sa_mask holds it (one on its alternate stack).
+  unblock_own_signal();
+  uint64_t now = sys::now_ns(CLOCK_MONOTONIC);
+  uint64_t quarter = (ctx.deadline_mono_ns - now) / 4;
+  uint64_t freeze_until = now + (quarter < 300000000ull ? quarter : 300000000ull);
+  freeze::others(freeze_until, ctx.deadline_mono_ns + 5000000000ull);
+  int watchdog = arm_watchdog();
+  finish_guarded();
+  own_signal::disarm(watchdog);
+}
+
+void on_watchdog() {
+  // A normal stop run in place (exit() called in a signal handler): past
+  // its bound it is abandoned, and the program's exit goes on.
+  if (t_in_place) recover::fail("it did not finish within PROFILE_STOP_TIMEOUT");
+}
+
+bool on_stop_thread() { return t_stop_thread; }
+
+}  // namespace stop_runner

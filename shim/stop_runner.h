@@ -1,0 +1,32 @@
+// stop_runner: where a stop that lifecycle has claimed runs, and what bounds
+// it. A stop in the normal course of the program runs on a thread of its
+// own (shim_thread.h): off the program's stack (a 64 KiB thread stack is
+// legal; libdw wants ~150 KiB) and off an arena whose lock a stopped thread
+// might hold, and the caller can go on when the bound passes. Where no
+// thread can be started (thread limits, no memory), or inside a signal
+// handler (pthread_create could meet its own locks held: the handler
+// interrupted a thread's start or end), it runs in place on a fresh stack
+// (stack.h) with a timer on the shim's signal as its watchdog. A fatal
+// signal's stop runs in its handler, on a fresh stack, after the program's
+// other threads are parked (freeze.h), with the same watchdog.
+//
+// Every stop runs inside a recovery point (recover.h): a crash or a failed
+// allocation ends the stop with one line, not the process.
+#pragma once
+#include "finish.h"
+
+namespace stop_runner {
+
+// A normal stop. done() is called once the stop has finished or given up
+// (on the stop thread, or here before returning).
+void normal(finish::Context& ctx, bool in_handler, void (*done)());
+// A fatal signal's stop, here (signal context, on a fresh stack already).
+void fatal(finish::Context& ctx);
+
+// The watchdog fired on this thread (signal context): an in-place normal
+// stop is abandoned through its recovery point (does not return then).
+void on_watchdog();
+// Whether the calling thread is a stop thread.
+bool on_stop_thread();
+
+}  // namespace stop_runner

@@ -1,0 +1,329 @@
+// symbolize_cache: see symbolize_cache.h. The format is the shim's own, read
+// only by the shim of the same version (a version of another layout is a
+// corrupt entry, never a guess):
+//   "PSSYMC1\n", u32 build ID length, build ID,
+//   u32 witnesses, each: str path, u8 present, u64 dev ino size, i64 mtime ctime,
+//   u32 strings, each: str,
+//   u32 results, each: u64 address, u8 inlines_known, u32 frames,
+//     each frame: u32 name, u32 system_name, u32 file (string numbers), i64 line, i64 start_line,
+//   u64 FNV-1a of everything before it.
+// str: u32 length, bytes. Integers little-endian, as the machine writes them.
+#include "symbolize_cache.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "symbolize_internal.h"
+
+namespace symbolize {
+namespace cache {
+namespace {
+
+constexpr char kMagic[8] = {'P', 'S', 'S', 'Y', 'M', 'C', '1', '\n'};
+constexpr size_t kMaxFile = size_t(64) << 20;  // a file past this is not ours, or not sane
+constexpr size_t kMaxResults = 200000;         // an entry stops growing here
+constexpr char kDirName[] = ".profshim-symbols";
+
+uint64_t fnv1a(const char* p, size_t n) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<unsigned char>(p[i])) * 0x100000001b3ull;
+  return h;
+}
+
+struct Writer {
+  std::string out;
+  void raw(const void* p, size_t n) { out.append(static_cast<const char*>(p), n); }
+  void u8(uint8_t v) { raw(&v, 1); }
+  void u32(uint32_t v) { raw(&v, 4); }
+  void u64(uint64_t v) { raw(&v, 8); }
+  void str(const std::string& s) {
+    u32(static_cast<uint32_t>(s.size()));
+    raw(s.data(), s.size());
+  }
+};
+
+// Every read is bounds-checked; the first failure sticks.
+struct Reader {
+  const std::string& in;
+  size_t pos = 0;
+  bool ok = true;
+  bool raw(void* p, size_t n) {
+    if (!ok || n > in.size() - pos) return ok = false;
+    memcpy(p, in.data() + pos, n);
+    pos += n;
+    return true;
+  }
+  uint8_t u8() { uint8_t v = 0; raw(&v, 1); return v; }
+  uint32_t u32() { uint32_t v = 0; raw(&v, 4); return v; }
+  uint64_t u64() { uint64_t v = 0; raw(&v, 8); return v; }
+  std::string str() {
+    uint32_t n = u32();
+    if (!ok || n > in.size() - pos) {
+      ok = false;
+      return std::string();
+    }
+    pos += n;
+    return in.substr(pos - n, n);
+  }
+  // A count of items of at least `min_size` bytes each that could still fit.
+  uint32_t count(size_t min_size) {
+    uint32_t n = u32();
+    if (ok && n > (in.size() - pos) / min_size) ok = false;
+    return ok ? n : 0;
+  }
+};
+
+int64_t ns(const struct timespec& t) { return int64_t(t.tv_sec) * 1000000000 + t.tv_nsec; }
+
+std::string entry_path(const std::string& dir, const std::string& build_id) {
+  return dir + "/" + internal::hex(build_id) + ".sym";
+}
+
+bool read_all(const std::string& path, std::string* out, bool* absent) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+  *absent = fd < 0 && errno == ENOENT;
+  if (fd < 0) return false;
+  struct stat st;
+  bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && size_t(st.st_size) <= kMaxFile;
+  if (ok) {
+    out->resize(size_t(st.st_size));
+    size_t got = 0;
+    while (got < out->size()) {
+      ssize_t r = read(fd, &(*out)[got], out->size() - got);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) break;
+      got += size_t(r);
+    }
+    ok = got == out->size();
+  }
+  close(fd);
+  return ok;
+}
+
+}  // namespace
+
+bool Witness::operator==(const Witness& o) const {
+  return path == o.path && present == o.present && dev == o.dev && ino == o.ino && size == o.size &&
+         mtime_ns == o.mtime_ns && ctime_ns == o.ctime_ns;
+}
+
+Witness observe(const std::string& path) {
+  Witness w;
+  w.path = path;
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return w;
+  w.present = true;
+  w.dev = st.st_dev, w.ino = st.st_ino, w.size = uint64_t(st.st_size);
+  w.mtime_ns = ns(st.st_mtim), w.ctime_ns = ns(st.st_ctim);
+  return w;
+}
+
+void normalize(std::vector<Witness>* w) {
+  std::stable_sort(w->begin(), w->end(), [](const Witness& a, const Witness& b) { return a.path < b.path; });
+  w->erase(std::unique(w->begin(), w->end(), [](const Witness& a, const Witness& b) { return a.path == b.path; }),
+           w->end());
+}
+
+std::string encode(const Entry& e) {
+  Writer w;
+  w.raw(kMagic, sizeof kMagic);
+  w.str(e.build_id);
+  w.u32(static_cast<uint32_t>(e.witnesses.size()));
+  for (const Witness& x : e.witnesses) {
+    w.str(x.path);
+    w.u8(x.present);
+    w.u64(x.dev), w.u64(x.ino), w.u64(x.size);
+    w.u64(uint64_t(x.mtime_ns)), w.u64(uint64_t(x.ctime_ns));
+  }
+  // Names and files repeat across addresses: each string once.
+  std::unordered_map<std::string, uint32_t> index;
+  std::vector<const std::string*> strings;
+  auto intern = [&](const std::string& s) {
+    auto it = index.emplace(s, static_cast<uint32_t>(strings.size()));
+    if (it.second) strings.push_back(&it.first->first);
+    return it.first->second;
+  };
+  std::vector<std::pair<uint64_t, const Result*>> sorted;
+  for (const auto& r : e.results) sorted.emplace_back(r.first, &r.second);
+  std::sort(sorted.begin(), sorted.end());
+  Writer body;
+  body.u32(static_cast<uint32_t>(sorted.size()));
+  for (const auto& r : sorted) {
+    body.u64(r.first);
+    body.u8(r.second->inlines_known);
+    body.u32(static_cast<uint32_t>(r.second->frames.size()));
+    for (const pprof::Frame& f : r.second->frames) {
+      body.u32(intern(f.name)), body.u32(intern(f.system_name)), body.u32(intern(f.file));
+      body.u64(uint64_t(f.line)), body.u64(uint64_t(f.start_line));
+    }
+  }
+  w.u32(static_cast<uint32_t>(strings.size()));
+  for (const std::string* s : strings) w.str(*s);
+  w.out += body.out;
+  w.u64(fnv1a(w.out.data(), w.out.size()));
+  return w.out;
+}
+
+bool decode(const std::string& bytes, Entry* out) {
+  if (bytes.size() < sizeof kMagic + 8 || memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) return false;
+  uint64_t sum;
+  memcpy(&sum, bytes.data() + bytes.size() - 8, 8);
+  if (sum != fnv1a(bytes.data(), bytes.size() - 8)) return false;
+  const std::string body = bytes.substr(0, bytes.size() - 8);
+  Reader r{body};
+  r.pos = sizeof kMagic;
+  Entry e;
+  e.build_id = r.str();
+  for (uint32_t n = r.count(4 + 1 + 5 * 8); n-- > 0 && r.ok;) {
+    Witness w;
+    w.path = r.str();
+    w.present = r.u8() != 0;
+    w.dev = r.u64(), w.ino = r.u64(), w.size = r.u64();
+    w.mtime_ns = int64_t(r.u64()), w.ctime_ns = int64_t(r.u64());
+    e.witnesses.push_back(std::move(w));
+  }
+  std::vector<std::string> strings(r.count(4));
+  for (auto& s : strings) s = r.str();
+  for (uint32_t n = r.count(8 + 1 + 4); n-- > 0 && r.ok;) {
+    uint64_t addr = r.u64();
+    Result res;
+    res.inlines_known = r.u8() != 0;
+    for (uint32_t k = r.count(3 * 4 + 2 * 8); k-- > 0 && r.ok;) {
+      uint32_t name = r.u32(), system_name = r.u32(), file = r.u32();
+      if (name >= strings.size() || system_name >= strings.size() || file >= strings.size()) return false;
+      pprof::Frame f;
+      f.name = strings[name], f.system_name = strings[system_name], f.file = strings[file];
+      f.line = int64_t(r.u64()), f.start_line = int64_t(r.u64());
+      res.frames.push_back(std::move(f));
+    }
+    if (!e.results.emplace(addr, std::move(res)).second) return false;  // one result per address
+  }
+  if (!r.ok || r.pos != body.size()) return false;
+  *out = std::move(e);
+  return true;
+}
+
+bool current(const Entry& e) {
+  for (const Witness& w : e.witnesses)
+    if (!(observe(w.path) == w)) return false;
+  return true;
+}
+
+std::string dir_of(const std::string& profile_dir) { return profile_dir + "/" + kDirName; }
+
+std::string prepare_dir(const std::string& profile_dir, bool create, std::string* path) {
+  const std::string dir = dir_of(profile_dir);
+  if (create && mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return "cannot create " + dir + ": " + strerror(errno);
+  // Not followed if it is a link, nor used if someone else could plant
+  // entries in it.
+  struct stat st;
+  if (lstat(dir.c_str(), &st) != 0) return create || errno != ENOENT ? "cannot use " + dir + ": " + strerror(errno) : "";
+  if (!S_ISDIR(st.st_mode)) return "not using " + dir + ": not a directory";
+  if (st.st_uid != geteuid() || (st.st_mode & 022))
+    return "not using " + dir + ": another user owns it or may write to it";
+  *path = dir;
+  return "";
+}
+
+Load load(const std::string& dir, const std::string& build_id, Entry* out) {
+  std::string bytes;
+  bool absent = false;
+  if (!read_all(entry_path(dir, build_id), &bytes, &absent)) return absent ? Load::kAbsent : Load::kCorrupt;
+  Entry e;
+  if (!decode(bytes, &e) || e.build_id != build_id) return Load::kCorrupt;
+  if (!current(e)) return Load::kStale;
+  *out = std::move(e);
+  return Load::kUsed;
+}
+
+std::string store(const std::string& dir, const Entry& e) {
+  if (e.build_id.empty() || e.results.size() > kMaxResults) return "";
+  const std::string bytes = encode(e), target = entry_path(dir, e.build_id);
+  uint64_t r = 0;
+  if (getrandom(&r, sizeof r, GRND_NONBLOCK) != sizeof r) r = uint64_t(getpid()) * 0x9e3779b97f4a7c15ull;
+  char suffix[64];
+  snprintf(suffix, sizeof suffix, ".tmp.%d.%016llx", int(getpid()), static_cast<unsigned long long>(r));
+  const std::string tmp = dir + "/." + internal::hex(e.build_id) + suffix;
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return "cannot create " + tmp + ": " + strerror(errno);
+  size_t off = 0;
+  int err = 0;
+  while (off < bytes.size()) {
+    ssize_t w = write(fd, bytes.data() + off, bytes.size() - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      err = w < 0 ? errno : ENOSPC;
+      break;
+    }
+    off += size_t(w);
+  }
+  if (close(fd) != 0 && !err) err = errno;
+  if (!err && rename(tmp.c_str(), target.c_str()) != 0) err = errno;
+  if (err) {
+    unlink(tmp.c_str());
+    return "cannot write " + target + ": " + strerror(err);
+  }
+  return "";
+}
+
+const Result* Store::find(size_t m, const std::string& build_id, uint64_t rel) {
+  if (profile_dir_.empty()) return nullptr;
+  if (!tried_) {  // read from it if it is there; made only to write to it
+    tried_ = true;
+    error_ = prepare_dir(profile_dir_, false, &dir_);
+  }
+  if (mods_.size() <= m) mods_.resize(m + 1);
+  Module& k = mods_[m];
+  if (!k.read && !dir_.empty()) {
+    k.read = true;
+    const Load l = load(dir_, build_id, &k.entry);
+    k.usable = l == Load::kUsed;
+    if (l == Load::kCorrupt || l == Load::kStale) ++stats_.rejected;
+    if (!k.usable) k.entry = Entry();
+  }
+  auto hit = k.entry.results.find(rel);
+  if (hit == k.entry.results.end()) return nullptr;
+  ++stats_.cached;
+  return &hit->second;
+}
+
+void Store::add(size_t m, uint64_t rel, const Result& r) {
+  if (m < mods_.size() && error_.empty()) mods_[m].fresh.emplace(rel, r);
+}
+
+void Store::flush(const std::vector<std::unique_ptr<internal::ModInfo>>& mods) {
+  for (size_t m = 0; m < mods_.size() && m < mods.size(); ++m) {
+    Module& k = mods_[m];
+    const internal::ModInfo& mi = *mods[m];
+    if (k.fresh.empty() || !mi.cache_ok) continue;
+    if (dir_.empty()) {
+      if (!error_.empty()) return;
+      error_ = prepare_dir(profile_dir_, true, &dir_);
+      if (dir_.empty()) return;
+    }
+    Entry now;
+    now.build_id = mi.build_id;
+    now.witnesses = mi.witnesses;
+    normalize(&now.witnesses);
+    Entry disk;
+    if (load(dir_, mi.build_id, &disk) == Load::kUsed && disk.witnesses == now.witnesses)
+      now.results = std::move(disk.results);
+    for (auto& f : k.fresh) now.results[f.first] = std::move(f.second);
+    k.fresh.clear();
+    const std::string err = store(dir_, now);
+    if (err.empty())
+      ++stats_.stored;
+    else if (error_.empty())
+      error_ = err;
+  }
+}
+
+}  // namespace cache
+}  // namespace symbolize

@@ -1,0 +1,112 @@
+// symbolize_cache: what the images of a session have symbolized, kept on
+// disk by build ID so that the next image that runs the same code reads its
+// frames instead of looking them up again (a compiler run 80 times by a
+// build symbolized libc from its debug file 80 times: issue 13).
+//
+// One file per module, PROFILE_DIR/.profshim-symbols/BUILDID.sym: the frames
+// of each address looked up so far (relative to the module's first mapping),
+// and the witnesses of the lookup -- every file libdw's callbacks opened or
+// looked for (the module's ELF, its debug file, the debuglink and build-ID
+// candidates that were absent), with what stat() said of them. An entry is
+// used only when its magic, version and checksum hold, it names the build
+// ID it is filed under, every length in it is in bounds, and every witness
+// still says the same: a debug package installed or removed since, a binary
+// replaced, a truncated or corrupt file, and the entry is not used (the
+// lookup is made afresh and the entry written again). Written as the
+// profiles are: a temporary beside it, renamed over it; two images that
+// write one at once each write a whole file and the last rename stands (the
+// other's new addresses are looked up again by a later image).
+// Not signal-safe: runs at the stop, on the stop's thread.
+#pragma once
+#include <stdint.h>
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "symbolize.h"
+
+namespace symbolize {
+namespace cache {
+
+// What stat() said of a path, or that there was nothing there.
+struct Witness {
+  std::string path;
+  bool present = false;
+  uint64_t dev = 0, ino = 0, size = 0;
+  int64_t mtime_ns = 0, ctime_ns = 0;
+  bool operator==(const Witness& o) const;
+};
+Witness observe(const std::string& path);
+
+struct Entry {
+  std::string build_id;              // raw bytes, as in the module's note
+  std::vector<Witness> witnesses;    // sorted by path, one per path
+  std::unordered_map<uint64_t, Result> results;  // by address - the module's first mapping
+};
+
+// Sorts the witnesses and keeps one per path (the first observed).
+void normalize(std::vector<Witness>* w);
+
+// The file's bytes, and back: false when anything is wrong with them.
+std::string encode(const Entry& e);
+bool decode(const std::string& bytes, Entry* out);
+
+// Whether every witness still says what it said.
+bool current(const Entry& e);
+
+// PROFILE_DIR/.profshim-symbols.
+std::string dir_of(const std::string& profile_dir);
+
+// PROFILE_DIR/.profshim-symbols, made if need be (create); "" and *path set
+// when it is a directory of this user's that no one else may write to, ""
+// alone when it is absent and not to be made, else why not.
+std::string prepare_dir(const std::string& profile_dir, bool create, std::string* path);
+
+enum class Load { kAbsent, kUsed, kCorrupt, kStale };
+// Reads and checks build_id's entry from dir.
+Load load(const std::string& dir, const std::string& build_id, Entry* out);
+
+// Writes e atomically under its build ID; "" or why not.
+std::string store(const std::string& dir, const Entry& e);
+
+}  // namespace cache
+namespace internal {
+struct ModInfo;
+}
+namespace cache {
+
+// A Session's use of the cache: each module's entry read on first use, the
+// addresses it then looked up with libdw, and those written back at flush().
+class Store {
+ public:
+  explicit Store(const std::string& profile_dir) : profile_dir_(profile_dir) {}
+  // The kept result of module m (its number in the Session, build_id its
+  // own) for rel, its address relative to the module's first mapping; null
+  // when there is none.
+  const Result* find(size_t m, const std::string& build_id, uint64_t rel);
+  // A result of module m looked up with libdw, to keep.
+  void add(size_t m, uint64_t rel, const Result& r);
+  void note_lookup() { ++stats_.looked_up; }
+  // Each module's new results added to its entry as it is on disk now
+  // (another image may have written it since it was read) if that entry was
+  // made from the same files, else alone.
+  void flush(const std::vector<std::unique_ptr<internal::ModInfo>>& mods);
+  const CacheStats& stats() const { return stats_; }
+  const std::string& error() const { return error_; }
+
+ private:
+  struct Module {
+    bool read = false, usable = false;
+    Entry entry;
+    std::unordered_map<uint64_t, Result> fresh;
+  };
+  std::string profile_dir_, dir_, error_;
+  bool tried_ = false;
+  std::vector<Module> mods_;
+  CacheStats stats_;
+};
+
+}  // namespace cache
+}  // namespace symbolize
