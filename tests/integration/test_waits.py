@@ -213,3 +213,32 @@ def test_sigterm_to_blocked_threads_as_plain(ctx):
     check(not r.error_lines(), "the stop reported an error\n%s" % r.describe())
     for kind in ("cpu", "heap", "wait"):
         ctx.read(os.path.join(d, "run.%s.pprof" % kind), r)
+
+
+def test_snapshots_add_up_to_the_run(ctx):
+    """PROFILE_INTERVAL=1s over a 4 s run: numbered NAME.<seq>.wait.pprof
+    files, each the waits since the previous snapshot, and the final
+    NAME.wait.pprof the waits after the last one. Summed, each site's delay
+    is within 20% of what its thread measured over the whole run (as one
+    profile at the same rate); a snapshot that held everything so far would
+    count the first seconds again."""
+    r, d = ctx.profile(["waits", "sites", "4"], PROFILE_WAIT_SAMPLE=100000, PROFILE_INTERVAL="1s")
+    sites = truths(r.stdout_text, "wait")
+    check(len(sites) == 5, "the workload printed %d truth lines, want 5\n%s" % (len(sites), r.describe()))
+    numbered = sorted(n for n in os.listdir(d) if n.startswith("run.") and n.endswith(".wait.pprof")
+                      and n.split(".")[1].isdigit())
+    check(len(numbered) >= 2, "want at least 2 numbered wait profiles over 4 s at PROFILE_INTERVAL=1s; dir has %s\n%s"
+          % (sorted(os.listdir(d)), r.describe()))
+    profs = [ctx.read(os.path.join(d, n), r) for n in numbered] + [ctx.read(os.path.join(d, "run.wait.pprof"), r)]
+    rows = ["thread     call                 truth s   sum s  " + "  ".join("%6s" % n.split(".")[1] for n in numbered)
+            + "   final"]
+    bad = []
+    for t in sites:
+        per = [sum(s.values[p.index("delay")] for s in _at_site(p, t)) for p in profs]
+        want, got = int(t["ns"]), sum(per)
+        rows.append("%-10s %-20s %7.3f %7.3f  %s" % (t["thread"], t["call"], want / 1e9, got / 1e9,
+                                                    "  ".join("%6.3f" % (v / 1e9) for v in per)))
+        if abs(got - want) > 0.2 * want:
+            bad.append(t["thread"])
+    check(not bad, "snapshots + final wait profile: %s off by more than 20%% of what the threads measured\n%s"
+          % (bad, indent("\n".join(rows))))
