@@ -17,6 +17,7 @@
 #include "snapshot_jobs.h"
 #include "stackwalk.h"
 #include "sys.h"
+#include "waits.h"
 
 namespace snapshot {
 namespace {
@@ -115,6 +116,7 @@ void enter(void*) { shim_thread::enter_allocator(); }
 void* worker(void* arg) {
   uint32_t mine = uint32_t(reinterpret_cast<uintptr_t>(arg));
   t_worker = true;
+  waits::quiet_thread();  // its waits (jemalloc's arena, libdw's reads) are the shim's, not the program's
   prctl(PR_SET_NAME, "profshim-snap", 0, 0, 0);
   const char* why = nullptr;
   if (!recover::run(enter, nullptr, &why)) return nullptr;
