@@ -674,7 +674,9 @@ def test_failed_path_search_makes_no_stop(ctx):
 
 def test_two_execs_failing_at_once(ctx):
     """Item 9: two threads call execv() of an executable file that is no
-    program (ENOEXEC) at the same instant, five times over. Each run: the
+    program (ENOEXEC) at the same instant, five times over (a run where one
+    call began after the other had returned is two execs in turn, not this
+    case, and is not counted: the program says which). Each run: the
     plain run's stdout and status; one stop for the exec (one line naming
     run.stop_safety.PID.*) and one final stop (run.*), no third; the image
     resumed profiling exactly once: its final profile has the CPU burnt after
@@ -687,11 +689,19 @@ def test_two_execs_failing_at_once(ctx):
     argv = ["stop_safety", "execfail2", noexec]
     plain = run(ctx, argv)
     check(plain.stdout_text == "execfail2: ENOEXEC ENOEXEC\n", "baseline: %s" % plain.describe())
-    for i in range(5):
+    together = 0
+    for i in range(12):
+        if together == 5:
+            break
         d = ctx.mkdtemp("prof")
         r = run(ctx, argv, env=prof_env(ctx, d, PROFILE_CPU_HZ="250"))
         what = "run %d" % i
         _same_as_plain(plain, r, what, stderr=False)
+        if "truth exec overlap=0" in r.err.decode():
+            # One thread entered execv after the other's had failed: two
+            # exec stops one after the other, which is not this test's case.
+            continue
+        together += 1
         lines = _shim_lines(r)
         stem = "run.stop_safety.%d" % r.pid
         check(len(lines) == 2 and [len(_written(l)) for l in lines] == [2, 2],
@@ -717,6 +727,7 @@ def test_two_execs_failing_at_once(ctx):
               "heap profile, want 10 MiB\n%s" % (what, held, heap.cum_table("inuse_space")))
         before = ctx.read(os.path.join(d, stem + ".cpu.pprof"), r)
         check(before.cum("after_failed_burn", "samples") == 0, "%s: the exec's stop has CPU from after it" % what)
+    check(together > 0, "in 12 runs the two execv calls never overlapped: the case was not tried")
 
 
 def test_giving_up_at_any_moment(ctx):

@@ -40,8 +40,9 @@
 //   execfail2 PATH    two threads call execve(PATH) at the same instant (PATH:
 //                     an executable file that is no program, ENOEXEC); then
 //                     burns ~0.3 s of CPU in after_failed_burn and holds 10 MiB
-//                     at after_failed_hold; prints both errnos and
-//                     "truth burn cpu_ns=N", exits 0.
+//                     at after_failed_hold; prints both errnos,
+//                     "truth burn cpu_ns=N" and "truth exec overlap=0|1"
+//                     (whether the two calls were in execv at once), exits 0.
 //   umask FILE        creates FILE with mode 0666 and prints its mode and the
 //                     umask the program sees; exits 0.
 //   pidreuse PROG     in a new pid namespace: its init (pid 1) forks a child
@@ -311,6 +312,7 @@ static int execvp_mode(int n) {
 static const char* exec_path;
 static volatile int ready, go;
 static int exec_errno[2];
+static unsigned long long exec_span[2][2];  // each call's entry and return
 
 static void* exec_thread(void* arg) {
   long k = (long)arg;
@@ -318,8 +320,13 @@ static void* exec_thread(void* arg) {
   while (!__atomic_load_n(&go, __ATOMIC_ACQUIRE)) {
   }
   char* argv[] = {(char*)exec_path, NULL};
+  struct timespec a, b;
+  clock_gettime(CLOCK_MONOTONIC, &a);
   execv(exec_path, argv);
   exec_errno[k] = errno;
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  exec_span[k][0] = a.tv_sec * 1000000000ull + a.tv_nsec;
+  exec_span[k][1] = b.tv_sec * 1000000000ull + b.tv_nsec;
   return NULL;
 }
 
@@ -344,6 +351,10 @@ static int execfail2(const char* path) {
   unsigned long long c1 = thread_cpu_ns();
   after_failed_hold();
   fprintf(stderr, "truth burn cpu_ns=%llu\n", c1 - c0);
+  // Whether the two calls were in execv at once: on a loaded machine one
+  // thread can enter only after the other's call has failed and returned.
+  int overlap = exec_span[0][0] < exec_span[1][1] && exec_span[1][0] < exec_span[0][1];
+  fprintf(stderr, "truth exec overlap=%d\n", overlap);
   return 0;
 }
 
