@@ -86,14 +86,19 @@ bool parse_marker(const std::string& c, Marker* m) {
 std::string session_tag() { return std::to_string(std::abs(g_root_pid.load())) + ":" + std::to_string(g_start_s); }
 
 // Detached from the root's session (setsid, daemon) after the root has
-// gone: the daemon of a `Type=forking` unit, of `daemonize yes`. Such an
-// image takes NAME at its stop (the last of them to stop keeps it).
+// gone, and the first of its session in its line: the daemon of a
+// `Type=forking` unit, of `daemonize yes`. Such an image takes NAME at its
+// stop. A daemon's own children (PostgreSQL's backends, a pre-forking
+// server's workers) are in its session and have it as their living parent:
+// they keep their own names (each taking NAME in turn renamed the one
+// before, and those ending together lost files).
 bool heir() {
   int root = std::abs(g_root_pid.load());
   // getsid answers 0 where the session's leader is outside this pid
   // namespace (a child of `unshare --pid` that did not detach).
   pid_t sid = getsid(0);
   if (g_root.load() || g_root_sid <= 0 || root <= 0 || sid <= 0 || sid == g_root_sid) return false;
+  if (getsid(getppid()) == sid) return false;
   return kill(root, 0) != 0 && errno == ESRCH;
 }
 
