@@ -175,10 +175,10 @@ def test_a_daemonized_child_takes_the_name(ctx):
 
 def test_a_daemons_workers_leave_the_name_to_it(ctx):
     """A daemon that forks workers which end while it lives (PostgreSQL's
-    backends, six ending at once): the workers are in the daemon's session,
-    not the root's, but the daemon is their parent and alive, so none of
-    them takes NAME: svc.* is the daemon's, and every image keeps its
-    files (none lost to another's rename)."""
+    backends, six ending at once, each calling setsid): the workers are
+    detached from the root's session, but their parent, the daemon, is
+    alive, so none of them takes NAME: svc.* is the daemon's, and every
+    image keeps its files (none lost to another's rename)."""
     d = ctx.mkdtemp("prof")
     pidfile = os.path.join(d, "daemon.pid")
     p = subprocess.Popen([ctx.workload("daemonize"), "server", pidfile], env=ctx.env(PROFILE_DIR=d, PROFILE_NAME="svc"),

@@ -7,9 +7,10 @@
 //                                    setsid (the intermediate exits): the
 //                                    grandchild is the daemon.
 //        daemonize server PIDFILE    classic, then the daemon forks six
-//                                    workers at once that exit together
-//                                    while it lives (a PostgreSQL
-//                                    postmaster's backends), waits for them,
+//                                    workers at once, each its own session
+//                                    (setsid), that exit together while it
+//                                    lives (a PostgreSQL postmaster's
+//                                    backends), waits for them,
 //                                    then works and exits.
 #include <fcntl.h>
 #include <stdio.h>
@@ -52,6 +53,7 @@ int main(int argc, char** argv) {
   if (!strcmp(argv[1], "server")) {
     for (int i = 0; i < 6; i++)
       if (fork() == 0) {
+        setsid();  // as PostgreSQL's backends do (InitPostmasterChild)
         worker_work();
         exit(0);
       }
