@@ -81,6 +81,10 @@ int create_temp(const std::string& dir, const std::string& name, std::string* tm
     // "<dir>/.<name>.tmp.<pid>.<16 hex digits>"
     snprintf(suffix, sizeof suffix, ".tmp.%d.%016llx", int(getpid()), (unsigned long long)r);
     *tmp = dir + "/." + name + suffix;
+    // Noted before it exists: a stop that gives up while this thread is
+    // held here (a throttled process, past abandon()'s 50 ms) removes it by
+    // this name.
+    note_temp(*tmp);
     int fd = open_fn(tmp->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, kFileMode);
     if (fd >= 0) return fd;
     *err = errno;
@@ -143,7 +147,7 @@ bool enter(int to) {
 }
 
 // Back to idle, unless a stop gave up meanwhile (after its 50 ms): that stays.
-void leave(int from) { g_inflight.phase.compare_exchange_strong(from, kIdle); }
+bool leave(int from) { return g_inflight.phase.compare_exchange_strong(from, kIdle); }
 
 }  // namespace
 
@@ -166,6 +170,7 @@ std::string ensure_dir(const std::string& dir) {
   std::string tmp;
   int err = 0;
   int fd = create_temp(dir, "profshim-probe", &tmp, &err);
+  forget_temp();
   if (fd < 0) return why("cannot write in", dir, err);
   close(fd);
   unlink(tmp.c_str());
@@ -178,9 +183,15 @@ std::string write(const std::string& dir, const std::string& name, const std::st
   int err = 0;
   if (!enter(kCreating)) return "the stop gave up before " + target + " was written";
   int fd = create_temp(dir, name, &tmp, &err);
-  if (fd >= 0) note_temp(tmp);
-  leave(kCreating);
-  if (fd < 0) return why("cannot create a temporary for", target, err);
+  if (!leave(kCreating)) {  // a stop gave up meanwhile: it may have unlinked before the file existed
+    if (fd >= 0) close(fd), unlink(tmp.c_str());
+    forget_temp();
+    return "the stop gave up before " + target + " was written";
+  }
+  if (fd < 0) {
+    forget_temp();
+    return why("cannot create a temporary for", target, err);
+  }
   bool ok = write_all(fd, data, &err);
   if (close(fd) != 0 && ok) ok = false, err = errno;
   bool may_rename = ok && enter(kRenaming);
