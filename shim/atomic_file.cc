@@ -15,6 +15,7 @@
 namespace atomic_file {
 
 ssize_t (*write_fn)(int, const void*, size_t) = ::write;
+int (*open_fn)(const char*, int, mode_t) = [](const char* p, int f, mode_t m) { return ::open(p, f, m); };
 
 namespace {
 
@@ -24,11 +25,13 @@ constexpr mode_t kFileMode = 0644, kDirMode = 0755;
 
 // The temporary being written, so that a stop that gave up can remove it
 // (the process may end before the writer would have), and the writer's
-// phase: a rename happens only while nobody gave up.
-enum Phase : int { kIdle = 0, kRenaming, kAbandoned };
+// phase: a temporary is created and a rename happens only while nobody gave
+// up, and a stop that gives up waits for either to finish (a temporary
+// created but not yet noted would outlive an _exit).
+enum Phase : int { kIdle = 0, kRenaming, kAbandoned, kCreating };
 struct InFlight {
   std::atomic<int> phase;
-  std::atomic<pid_t> writer;  // the thread renaming, while kRenaming
+  std::atomic<pid_t> writer;  // the thread creating or renaming
   std::atomic<uint32_t> seq;  // odd while path is being written
   char path[4096];
 };
@@ -78,7 +81,11 @@ int create_temp(const std::string& dir, const std::string& name, std::string* tm
     // "<dir>/.<name>.tmp.<pid>.<16 hex digits>"
     snprintf(suffix, sizeof suffix, ".tmp.%d.%016llx", int(getpid()), (unsigned long long)r);
     *tmp = dir + "/." + name + suffix;
-    int fd = open(tmp->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, kFileMode);
+    // Noted before it exists: a stop that gives up while this thread is
+    // held here (a throttled process, past abandon()'s 50 ms) removes it by
+    // this name.
+    note_temp(*tmp);
+    int fd = open_fn(tmp->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, kFileMode);
     if (fd >= 0) return fd;
     *err = errno;
     if (errno != EEXIST) return -1;
@@ -122,6 +129,26 @@ std::string check_owners(const std::string& dir) {
   return "";
 }
 
+// Takes the phase from idle to `to` for this thread; false once a stop gave
+// up. Another writer's phase (a snapshot's beside the stop's) lasts
+// microseconds: waited for, at most 50 ms.
+bool enter(int to) {
+  for (int i = 0; i < 500; ++i) {
+    int idle = kIdle;
+    if (g_inflight.phase.compare_exchange_strong(idle, to)) {
+      g_inflight.writer.store(gettid());
+      return true;
+    }
+    if (idle == kAbandoned) return false;
+    struct timespec ts = {0, 100000};
+    nanosleep(&ts, nullptr);
+  }
+  return false;
+}
+
+// Back to idle, unless a stop gave up meanwhile (after its 50 ms): that stays.
+bool leave(int from) { return g_inflight.phase.compare_exchange_strong(from, kIdle); }
+
 }  // namespace
 
 std::string ensure_dir(const std::string& dir) {
@@ -143,6 +170,7 @@ std::string ensure_dir(const std::string& dir) {
   std::string tmp;
   int err = 0;
   int fd = create_temp(dir, "profshim-probe", &tmp, &err);
+  forget_temp();
   if (fd < 0) return why("cannot write in", dir, err);
   close(fd);
   unlink(tmp.c_str());
@@ -153,20 +181,26 @@ std::string write(const std::string& dir, const std::string& name, const std::st
   std::string tmp, target = dir + "/" + name;
   if (g_inflight.phase.load() == kAbandoned) return "the stop gave up before " + target + " was written";
   int err = 0;
+  if (!enter(kCreating)) return "the stop gave up before " + target + " was written";
   int fd = create_temp(dir, name, &tmp, &err);
-  if (fd < 0) return why("cannot create a temporary for", target, err);
-  note_temp(tmp);
+  if (!leave(kCreating)) {  // a stop gave up meanwhile: it may have unlinked before the file existed
+    if (fd >= 0) close(fd), unlink(tmp.c_str());
+    forget_temp();
+    return "the stop gave up before " + target + " was written";
+  }
+  if (fd < 0) {
+    forget_temp();
+    return why("cannot create a temporary for", target, err);
+  }
   bool ok = write_all(fd, data, &err);
   if (close(fd) != 0 && ok) ok = false, err = errno;
-  int idle = kIdle;
-  g_inflight.writer.store(gettid());
-  bool may_rename = ok && g_inflight.phase.compare_exchange_strong(idle, kRenaming);
+  bool may_rename = ok && enter(kRenaming);
   if (may_rename) {
     if (rename(tmp.c_str(), target.c_str()) != 0)
       ok = false, err = errno;
     else
       note_renamed(target);
-    g_inflight.phase.store(kIdle);
+    leave(kRenaming);
   }
   if (!ok || !may_rename) unlink(tmp.c_str());
   forget_temp();
@@ -176,9 +210,9 @@ std::string write(const std::string& dir, const std::string& name, const std::st
 }
 
 void abandon() {
-  // A rename under way takes microseconds, unless the file system hangs: at
-  // most 50 ms, and not at all when the writer is this very thread (a
-  // watchdog that interrupted it there).
+  // A temporary's creation or a rename under way takes microseconds, unless
+  // the file system hangs: at most 50 ms, and not at all when the writer is
+  // this very thread (a watchdog that interrupted it there).
   struct timespec start;
   clock_gettime(CLOCK_MONOTONIC, &start);
   for (;;) {

@@ -33,5 +33,6 @@ int renamed_count();
 const char* renamed_path(int i);
 
 extern ssize_t (*write_fn)(int fd, const void* buf, size_t n);
+extern int (*open_fn)(const char* path, int flags, mode_t mode);
 
 }  // namespace atomic_file

@@ -22,6 +22,7 @@ const char kImageVar[] = "PROFSHIM_IMAGE";
 
 const config::Config* g_cfg;
 std::atomic<int> g_pid{0};       // the pid this image profiles as
+pid_t g_parent;                  // its parent when it began (getppid() changes once orphaned)
 std::atomic<bool> g_root{true};  // the root process (its final image writes NAME.*)
 std::atomic<int> g_root_pid{0};
 std::atomic<int> g_gen{0};       // execs this pid has made under the shim
@@ -86,14 +87,20 @@ bool parse_marker(const std::string& c, Marker* m) {
 std::string session_tag() { return std::to_string(std::abs(g_root_pid.load())) + ":" + std::to_string(g_start_s); }
 
 // Detached from the root's session (setsid, daemon) after the root has
-// gone: the daemon of a `Type=forking` unit, of `daemonize yes`. Such an
-// image takes NAME at its stop (the last of them to stop keeps it).
+// gone, and orphaned (its parent gone too, so it was reparented): the
+// daemon of a `Type=forking` unit, of `daemonize yes`, the double fork's
+// grandchild, a postmaster after pg_ctl. Such an image takes NAME at its
+// stop. A daemon's own children (PostgreSQL's backends, which call setsid
+// themselves; a pre-forking server's workers) end while their parent lives:
+// they keep their own names (each taking NAME in turn renamed the one
+// before, and those ending together lost files).
 bool heir() {
   int root = std::abs(g_root_pid.load());
   // getsid answers 0 where the session's leader is outside this pid
   // namespace (a child of `unshare --pid` that did not detach).
   pid_t sid = getsid(0);
   if (g_root.load() || g_root_sid <= 0 || root <= 0 || sid <= 0 || sid == g_root_sid) return false;
+  if (getppid() == g_parent) return false;
   return kill(root, 0) != 0 && errno == ESRCH;
 }
 
@@ -123,6 +130,7 @@ bool taken(const std::string& dir, const std::string& stem) {
 void setup(const config::Config* cfg, pid_t me) {
   g_cfg = cfg;
   g_pid.store(me);
+  g_parent = getppid();
   int root = 0, pid = 0, gen = 0;
   unsigned long long sess = 0;
   long long start = 0;
@@ -151,6 +159,7 @@ void setup(const config::Config* cfg, pid_t me) {
 
 void after_fork(pid_t me) {
   g_pid.store(me);
+  g_parent = getppid();
   g_root.store(false);
   g_gen.store(0);
   g_claimed_base[0] = 0;  // a new image: the parent's choice is not its own

@@ -21,6 +21,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -245,6 +246,14 @@ def main():
     ap.add_argument("--result", help=argparse.SUPPRESS)
     args = ap.parse_args()
     args.build = os.path.abspath(args.build)
+    # Started in the background by a non-interactive shell (`make test &`,
+    # nohup), the run inherits SIGINT and SIGQUIT ignored, and so would every
+    # program it starts, plain runs included: the fatal-signal tests compare
+    # with a plain run that must die of them. A handler here becomes the
+    # default in each program (exec resets handled signals, not ignored ones).
+    for sig in (signal.SIGINT, signal.SIGQUIT):
+        if signal.getsignal(sig) == signal.SIG_IGN:
+            signal.signal(sig, lambda *_: sys.exit(130))
 
     if args.child:
         return child_main(args)

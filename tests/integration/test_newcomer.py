@@ -173,6 +173,37 @@ def test_a_daemonized_child_takes_the_name(ctx):
                   "%s: %s.%s.pprof is not the parent's" % (mode, root, kind))
 
 
+def test_a_daemons_workers_leave_the_name_to_it(ctx):
+    """A daemon that forks workers which end while it lives (PostgreSQL's
+    backends, six ending at once, each calling setsid): the workers are
+    detached from the root's session, but their parent, the daemon, is
+    alive, so none of them takes NAME: svc.* is the daemon's, and every
+    image keeps its files (none lost to another's rename)."""
+    d = ctx.mkdtemp("prof")
+    pidfile = os.path.join(d, "daemon.pid")
+    p = subprocess.Popen([ctx.workload("daemonize"), "server", pidfile], env=ctx.env(PROFILE_DIR=d, PROFILE_NAME="svc"),
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, err = p.communicate(timeout=60)
+    check(p.returncode == 0, "the parent exited %d\n%s" % (p.returncode, err.decode()))
+    daemon = None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if daemon is None and os.path.exists(pidfile):
+            daemon = int(open(pidfile).read())
+        if daemon is not None and not os.path.exists("/proc/%d" % daemon):
+            break
+        time.sleep(0.05)
+    check(daemon is not None and not os.path.exists("/proc/%d" % daemon), "the daemon did not finish within 60 s")
+    time.sleep(0.2)
+    got = files_in(d)
+    check(_pid_in(ctx, os.path.join(d, "svc.cpu.pprof")) == daemon, "svc.cpu.pprof is not the daemon's (pid %d): %s" % (
+        daemon, got))
+    kinds = [f[len("svc."):-len(".pprof")] for f in got if f.startswith("svc.") and f.count(".") == 2 and f.endswith(".pprof")]
+    images = 2 + 6
+    check(len([f for f in got if f.endswith(".pprof")]) == len(kinds) * images,
+          "%d images should leave %d files (%s each): %s" % (images, len(kinds) * images, kinds, got))
+
+
 def test_a_later_different_program_keeps_the_roots_files(ctx):
     """A unit's ExecStopPost=/bin/true after its daemon, same environment:
     the daemon's svc.* stay, the later program's files take its own name;

@@ -5,9 +5,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <atomic>
 
 namespace {
 std::string tmpdir() {
@@ -136,6 +141,59 @@ TEST(abandon_mid_write_removes_the_temporary) {
   CHECK_EQ(atomic_file::write(d, "x.pprof", "new"), std::string());
   CHECK_EQ(slurp(d + "/x.pprof"), std::string("new"));
   CHECK_EQ(entries(d), 1);
+}
+
+namespace {
+std::string g_race_dir;
+int temporaries(const std::string& dir) {
+  int n = 0;
+  DIR* d = opendir(dir.c_str());
+  while (struct dirent* e = readdir(d)) n += strstr(e->d_name, ".tmp.") != nullptr;
+  closedir(d);
+  return n;
+}
+int g_left_after_abandon = -1;
+pthread_t g_abandoner;
+std::atomic<int> g_abandoning;
+void* abandon_elsewhere(void*) {
+  g_abandoning.store(1);
+  atomic_file::abandon();  // a waiter on another thread gives up ...
+  g_left_after_abandon = temporaries(g_race_dir);  // ... and the process could _exit now
+  return nullptr;
+}
+int open_then_get_abandoned(const char* p, int f, mode_t m) {
+  int fd = ::open(p, f, m);
+  // The temporary exists but is not yet noted: a waiter giving up now must
+  // wait for the note, or an _exit right after its abandon() leaves the file.
+  pthread_create(&g_abandoner, nullptr, abandon_elsewhere, nullptr);
+  while (!g_abandoning.load()) usleep(1000);
+  usleep(20000);  // the waiter is in abandon() now
+  atomic_file::open_fn = [](const char* q, int g, mode_t n) { return ::open(q, g, n); };
+  return fd;
+}
+}  // namespace
+
+// A stop that gives up while the writer has just created its temporary:
+// once abandon() returns, no temporary of the writer's is left (the process
+// may end at that moment). The writer then either gives up too or, if it
+// reached the rename first, has written the whole file and recorded it.
+TEST(abandon_while_the_temporary_is_created_leaves_no_temporary) {
+  g_race_dir = tmpdir();
+  atomic_file::reset();
+  g_left_after_abandon = -1;
+  g_abandoning.store(0);
+  atomic_file::open_fn = open_then_get_abandoned;
+  std::string err = atomic_file::write(g_race_dir, "x.pprof", "data");
+  pthread_join(g_abandoner, nullptr);
+  CHECK_EQ(g_left_after_abandon, 0);
+  if (err.empty()) {
+    CHECK_EQ(slurp(g_race_dir + "/x.pprof"), std::string("data"));
+    CHECK_EQ(atomic_file::renamed_count(), 1);
+  } else {
+    CHECK(err.find("gave up") != std::string::npos);
+    CHECK_EQ(entries(g_race_dir), 0);
+  }
+  atomic_file::reset();
 }
 
 // What a line printed by a waiter that gave up names: every file renamed

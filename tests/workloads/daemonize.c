@@ -6,13 +6,26 @@
 //        daemonize double PIDFILE    the same with a second fork after
 //                                    setsid (the intermediate exits): the
 //                                    grandchild is the daemon.
+//        daemonize server PIDFILE    classic, then the daemon forks six
+//                                    workers at once, each its own session
+//                                    (setsid), that exit together while it
+//                                    lives (a PostgreSQL postmaster's
+//                                    backends), waits for them,
+//                                    then works and exits.
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static volatile unsigned long sink;
+
+__attribute__((noinline, noclone)) void worker_work(void) {
+  unsigned long x = sink;
+  for (unsigned long i = 0; i < 20000000UL; i++) x = x * 6364136223846793005UL + 1442695040888963407UL;
+  sink = x;
+}
 
 __attribute__((noinline, noclone)) void daemon_work(void) {
   unsigned long x = sink;
@@ -37,6 +50,16 @@ int main(int argc, char** argv) {
   fprintf(f, "%d\n", (int)getpid());
   fclose(f);
   rename(tmp, argv[2]);
+  if (!strcmp(argv[1], "server")) {
+    for (int i = 0; i < 6; i++)
+      if (fork() == 0) {
+        setsid();  // as PostgreSQL's backends do (InitPostmasterChild)
+        worker_work();
+        exit(0);
+      }
+    while (wait(NULL) > 0) {
+    }
+  }
   daemon_work();
   return 0;
 }
