@@ -132,6 +132,28 @@ def _pid_in(ctx, path):
     return _identity(ctx, path)[1]
 
 
+def _run_daemon(ctx, d, mode):
+    """Starts `daemonize MODE` profiled into d as svc and waits (60 s at
+    most) for its daemon to end; the parent's Popen and the daemon's pid."""
+    pidfile = os.path.join(d, "daemon.pid")
+    p = subprocess.Popen([ctx.workload("daemonize"), mode, pidfile], env=ctx.env(PROFILE_DIR=d, PROFILE_NAME="svc"),
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, err = p.communicate(timeout=60)
+    check(p.returncode == 0, "%s: the parent exited %d\n%s" % (mode, p.returncode, err.decode()))
+    daemon = None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if daemon is None and os.path.exists(pidfile):
+            daemon = int(open(pidfile).read())
+        if daemon is not None and not os.path.exists("/proc/%d" % daemon):
+            break
+        time.sleep(0.05)
+    check(daemon is not None and not os.path.exists("/proc/%d" % daemon),
+          "%s: the daemon did not finish within 60 s" % mode)
+    time.sleep(0.2)  # its stop ran before it exited; nothing else is left to write
+    return p, daemon
+
+
 def test_a_daemonized_child_takes_the_name(ctx):
     """A daemon started the classic ways (fork, setsid, parent exits; and
     with a second fork, the intermediate exiting too), as systemd's
@@ -140,22 +162,7 @@ def test_a_daemonized_child_takes_the_name(ctx):
     (NAME.daemonize.PID.*), not lost."""
     for mode in ("classic", "double"):
         d = ctx.mkdtemp("prof")
-        pidfile = os.path.join(d, "daemon.pid")
-        p = subprocess.Popen([ctx.workload("daemonize"), mode, pidfile], env=ctx.env(PROFILE_DIR=d, PROFILE_NAME="svc"),
-                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        _, err = p.communicate(timeout=60)
-        check(p.returncode == 0, "%s: the parent exited %d\n%s" % (mode, p.returncode, err.decode()))
-        daemon = None
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if daemon is None and os.path.exists(pidfile):
-                daemon = int(open(pidfile).read())
-            if daemon is not None and not os.path.exists("/proc/%d" % daemon):
-                break
-            time.sleep(0.05)
-        check(daemon is not None and not os.path.exists("/proc/%d" % daemon),
-              "%s: the daemon did not finish within 60 s" % mode)
-        time.sleep(0.2)  # its stop ran before it exited; nothing else is left to write
+        p, daemon = _run_daemon(ctx, d, mode)
         got = files_in(d)
         images = 2 if mode == "classic" else 3
         check(len([f for f in got if f.endswith(".pprof")]) == 3 * images,
@@ -180,21 +187,7 @@ def test_a_daemons_workers_leave_the_name_to_it(ctx):
     alive, so none of them takes NAME: svc.* is the daemon's, and every
     image keeps its files (none lost to another's rename)."""
     d = ctx.mkdtemp("prof")
-    pidfile = os.path.join(d, "daemon.pid")
-    p = subprocess.Popen([ctx.workload("daemonize"), "server", pidfile], env=ctx.env(PROFILE_DIR=d, PROFILE_NAME="svc"),
-                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, err = p.communicate(timeout=60)
-    check(p.returncode == 0, "the parent exited %d\n%s" % (p.returncode, err.decode()))
-    daemon = None
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if daemon is None and os.path.exists(pidfile):
-            daemon = int(open(pidfile).read())
-        if daemon is not None and not os.path.exists("/proc/%d" % daemon):
-            break
-        time.sleep(0.05)
-    check(daemon is not None and not os.path.exists("/proc/%d" % daemon), "the daemon did not finish within 60 s")
-    time.sleep(0.2)
+    _, daemon = _run_daemon(ctx, d, "server")
     got = files_in(d)
     check(_pid_in(ctx, os.path.join(d, "svc.cpu.pprof")) == daemon, "svc.cpu.pprof is not the daemon's (pid %d): %s" % (
         daemon, got))
