@@ -56,6 +56,7 @@ volatile uint32_t g_done = 0;        // futex word: the stop finished
 std::atomic<int> g_fatal_sig{0}, g_deferred_sig{0}, g_retries{0};
 __thread bool t_stopping;     // this thread runs a stop inline (a fatal signal's)
 __thread int t_deferred_sig;  // a fatal signal this thread deferred, until its retry
+__thread bool t_ending;       // past its start routine: in glibc's thread teardown
 const config::Config* g_cfg;  // setup's (setup.cc), never destroyed
 
 const config::Config& cfg() { return *g_cfg; }
@@ -304,6 +305,15 @@ bool fatal_on_this_stack(int sig, siginfo_t* si, void* uc) {
     bool can_return = !sigismember(&static_cast<ucontext_t*>(uc)->uc_sigmask, own_signal::number());
     if (!fault && can_return && g_retries.fetch_add(1) < kMaxRetries) {
       g_deferred_sig.store(sig);
+      if (t_ending) {
+        // Inside the allocator in this thread's teardown (its thread cache
+        // flushed by a TLS destructor): a retry aimed at this thread would
+        // meet a thread that is gone. It keeps the signal blocked from here
+        // on and the process gets it again, for a thread that is there.
+        sigaddset(&static_cast<ucontext_t*>(uc)->uc_sigmask, sig);
+        syscall(SYS_kill, raw_getpid(), sig);
+        return true;
+      }
       t_deferred_sig = sig;
       if (own_signal::arm_self(own_signal::kRetryFatal, kRetryNs) >= 0) return true;
       t_deferred_sig = 0;
@@ -413,6 +423,7 @@ void thread_creating() { g_threads.fetch_add(1); }
 void thread_create_failed() { g_threads.fetch_sub(1); }
 
 void thread_ending() {
+  t_ending = true;
   // A fatal signal this thread deferred, whose retry would come to a thread
   // that is gone: sent again to the process, for a thread that is there.
   if (int sig = t_deferred_sig) {
