@@ -204,9 +204,12 @@ bool room_here() {
   uintptr_t sp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
   if (t_stack_hi && sp > t_stack_lo && sp < t_stack_hi) return sp - t_stack_lo >= kUnwindRoom;
   // Not on the thread's known stack: an alternate signal stack (a program's
-  // handler), or a thread whose bounds were never noted.
+  // handler), a stack the program switched to (a coroutine's or fiber's,
+  // makecontext, of any size: a 16 KiB one with 14 KiB in use overflowed),
+  // or a thread whose bounds were never noted. Only the first has bounds
+  // to go by.
   stack_t ss;
-  if (sigaltstack(nullptr, &ss) != 0 || !(ss.ss_flags & SS_ONSTACK)) return true;
+  if (sigaltstack(nullptr, &ss) != 0 || !(ss.ss_flags & SS_ONSTACK)) return false;
   uintptr_t lo = reinterpret_cast<uintptr_t>(ss.ss_sp);
   return sp > lo && sp - lo >= kUnwindRoom;
 }

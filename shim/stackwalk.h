@@ -59,7 +59,8 @@ int from_signal(void* ucontext, uint64_t* frames, int max);
 // caller's frames array its own.
 int here(uint64_t* frames, int max);
 // Whether there is room to walk here: false near the bottom of a small
-// thread stack, or on an alternate signal stack with little left.
+// thread stack, on an alternate signal stack with little left, and on any
+// stack whose bounds the shim does not know (a program's fiber stack).
 bool room_here();
 
 // Address ranges of code that holds locks the stop needs: the shim itself

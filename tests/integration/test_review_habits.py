@@ -62,6 +62,16 @@ def test_threads_with_small_stacks_are_sampled_safely(ctx):
         check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "PROFILE_DIR holds %s" % pprofs(d))
 
 
+def test_a_wait_on_a_small_fiber_stack(ctx):
+    """A coroutine on a 16 KiB makecontext stack with 14 KiB in use sleeps
+    150 ms (a wait the profile records at any rate): the record's stack
+    walk needs ~5 KiB and the fiber's bounds are the program's, unknown to
+    the shim, so it records the caller alone (it overflowed into the guard
+    page: SIGSEGV). Status, output and files as ever."""
+    _, r, d = _both(ctx, ["review_habits", "fiber"])
+    check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "PROFILE_DIR holds %s" % pprofs(d))
+
+
 def test_program_waits_for_the_shims_signal_number_in_sigsuspend(ctx):
     """The program blocks SIGRTMAX-4, sends it to itself, and waits in
     sigsuspend with its old mask: its handler runs once (it livelocked:

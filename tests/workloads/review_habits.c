@@ -9,6 +9,10 @@
 //                   with the old mask: its handler runs once.
 //   sigrelse_own    sighold(SIGRTMAX-4), raise it, sigrelse: the handler runs
 //                   after the release, not before.
+//   fiber           a coroutine on a 16 KiB makecontext stack (a guard page
+//                   below) with 14 KiB in use sleeps 150 ms in nanosleep (bound
+//                   first on the main stack, as a program's own earlier
+//                   calls would have).
 //   daemon_pipe     forks a child that points 0-2 at /dev/null, calls setsid
 //                   and lives 3 s; the parent exits at once.
 #define _GNU_SOURCE
@@ -18,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <ucontext.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -50,6 +56,18 @@ static void* small(void* a) {
   volatile char pad[pad_bytes];
   memset((char*)pad, 1, (size_t)pad_bytes);
   return (void*)(small_burn() + pad[0] + (long)a);
+}
+
+static ucontext_t fiber_main, fiber_ctx;
+__attribute__((noinline)) static void fiber_sleep(void) {
+  struct timespec t = {0, 150000000};
+  nanosleep(&t, NULL);
+}
+static void fiber_body(void) {
+  volatile char buf[14336];
+  memset((char*)buf, 0, sizeof buf);
+  fiber_sleep();
+  buf[0] = 1;
 }
 
 int main(int argc, char** argv) {
@@ -113,6 +131,19 @@ int main(int argc, char** argv) {
     printf("while held: got=%d\n", (int)got);
     sigrelse(rt);
     printf("after sigrelse: got=%d\n", (int)got);
+  } else if (!strcmp(mode, "fiber")) {
+    const size_t size = 16384, page = 4096;
+    struct timespec zero = {0, 0};
+    nanosleep(&zero, NULL);  // its PLT slot bound here: lazy binding wants more stack than 2 KiB
+    char* m = mmap(NULL, size + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    mprotect(m, page, PROT_NONE);
+    getcontext(&fiber_ctx);
+    fiber_ctx.uc_stack.ss_sp = m + page;
+    fiber_ctx.uc_stack.ss_size = size;
+    fiber_ctx.uc_link = &fiber_main;
+    makecontext(&fiber_ctx, fiber_body, 0);
+    swapcontext(&fiber_main, &fiber_ctx);
+    printf("fiber returned\n");
   } else if (!strcmp(mode, "daemon_pipe")) {
     if (fork() == 0) {
       int fd = open("/dev/null", O_RDWR);
