@@ -11,11 +11,16 @@
 // it is used only if it is a regular file whose build ID is the module's
 // (the same check a debug file found by name gets), in a directory the
 // symbol cache accepted (this user's, no one else's to write).
+#include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <gelf.h>
 #include <stdio.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -85,8 +90,30 @@ bool copy_bytes(int from, int to) {
   }
 }
 
+// Temporaries of processes that are gone: a stop that gave up, or was
+// killed, in the middle of a copy (10 MiB each for libc6-dbg's file) would
+// otherwise stay in a shared PROFILE_DIR for good. A few seconds' margin,
+// and a process that is there (or another user's: EPERM) keeps its own.
+void sweep_dead_temporaries(const std::string& dir) {
+  DIR* d = opendir(dir.c_str());
+  if (!d) return;
+  const time_t now = time(nullptr);
+  while (struct dirent* e = readdir(d)) {
+    const char* t = strstr(e->d_name, ".tmp.");
+    if (e->d_name[0] != '.' || !t) continue;
+    const int pid = atoi(t + 5);
+    struct stat st;
+    const std::string p = dir + "/" + e->d_name;
+    if (pid <= 0 || pid == getpid() || lstat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || now - st.st_mtime < 5)
+      continue;
+    if (kill(pid, 0) != 0 && errno == ESRCH) unlink(p.c_str());
+  }
+  closedir(d);
+}
+
 // Writes path as fd's file with every compressed section inflated.
 bool make_copy(int fd, const std::string& dir, const std::string& path) {
+  sweep_dead_temporaries(dir);
   uint64_t r = 0;
   if (getrandom(&r, sizeof r, GRND_NONBLOCK) != sizeof r) r = uint64_t(getpid()) * 0x9e3779b97f4a7c15ull;
   char suffix[64];

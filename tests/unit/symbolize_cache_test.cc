@@ -10,6 +10,9 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <sys/stat.h>
+#include <stdio.h>
+#include <time.h>
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -402,5 +405,33 @@ TEST(inflated_debug_copy_gives_the_same_frames) {
   CHECK(same(fresh.results, wrong.results));
   CHECK(slurp(copy) == whole);  // made again (inodes are reused: the bytes tell)
   for (const std::string& n : list(cache_dir(dir))) CHECK(n[0] != '.');  // no temporary left
+  runtime_so::remove_dir(dir);
+}
+
+// A copy interrupted for good (a stop that gave up, a SIGKILL) leaves its
+// temporary: 10 MiB each in a shared PROFILE_DIR. The next image that makes
+// a copy removes those of processes that are gone, not a live one's.
+TEST(dead_copies_temporaries_are_swept) {
+  const std::string text = maps();
+  const std::string dir = runtime_so::make_temp_dir();
+  const std::vector<uint64_t> addrs = probes();
+  run(addrs, dir, text);  // makes the cache directory (and a copy)
+  for (const std::string& n : list(cache_dir(dir), ".debug")) unlink((cache_dir(dir) + "/" + n).c_str());
+  for (const std::string& n : list(cache_dir(dir), ".sym")) unlink((cache_dir(dir) + "/" + n).c_str());
+  pid_t child = fork();
+  if (child == 0) _exit(0);
+  waitpid(child, nullptr, 0);  // a pid that is gone
+  const std::string dead = cache_dir(dir) + "/.abc.debug.tmp." + std::to_string(child) + ".0123456789abcdef";
+  const std::string live = cache_dir(dir) + "/.abd.debug.tmp.1.0123456789abcdef";  // init's: there
+  for (const std::string& p : {dead, live}) {
+    FILE* f = fopen(p.c_str(), "w");
+    CHECK(f != nullptr);
+    if (f) fclose(f);
+    struct timespec old[2] = {{time(nullptr) - 60, 0}, {time(nullptr) - 60, 0}};
+    utimensat(AT_FDCWD, p.c_str(), old, 0);
+  }
+  run(addrs, dir, text);  // makes the copy again
+  CHECK(access(dead.c_str(), F_OK) != 0);
+  CHECK(access(live.c_str(), F_OK) == 0);
   runtime_so::remove_dir(dir);
 }
