@@ -210,6 +210,37 @@ def pprofs(d):
     return sorted(n for n in os.listdir(d) if n.endswith(".pprof")) if os.path.isdir(d) else []
 
 
+def written(line):
+    """The files a summary line says were written: the paths after its
+    "wrote" (an error's text may mention a name it did not write)."""
+    out = []
+    toks = line.split()
+    for i, t in enumerate(toks):
+        if t == "wrote" and (i == 0 or toks[i - 1] in ("profshim:", "|") or toks[i - 1].endswith(";")):
+            for p in toks[i + 1:]:
+                if not p.endswith(".pprof"):
+                    break
+                out.append(os.path.normpath(p))
+    return out
+
+
+def reap_bounded(p, seconds, what):
+    """Reaps the Popen p (started in a session of its own) with os.wait4
+    and returns its raw status; past `seconds`, kills its group and fails
+    with `what`. p.returncode is set, so Popen does not reap it again."""
+    deadline = time.monotonic() + seconds
+    while True:
+        pid, raw, _ = os.wait4(p.pid, os.WNOHANG)
+        if pid:
+            p.returncode = 0  # reaped here
+            return raw
+        if time.monotonic() > deadline:
+            os.killpg(p.pid, signal.SIGKILL)
+            os.wait4(p.pid, 0)
+            fail(what)
+        time.sleep(0.01)
+
+
 def named_in(line):
     return [p.strip("'\"`,;()[]") for p in PPROF_PATH_RE.findall(line)]
 

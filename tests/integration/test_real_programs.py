@@ -21,7 +21,7 @@ import subprocess
 import time
 
 from common import check, indent
-from st_helpers import Status, check_summaries_name_files, prof_env, pprofs, run, start
+from st_helpers import Status, check_summaries_name_files, prof_env, pprofs, reap_bounded, run, start
 
 
 def _need(*progs):
@@ -149,18 +149,7 @@ def test_yes_dies_of_sigpipe(ctx):
         first = p.stdout.readline()
         time.sleep(0.3)
         p.stdout.close()
-        deadline = time.monotonic() + 30
-        while True:
-            pid, raw, _ = os.wait4(p.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
-                os.killpg(p.pid, signal.SIGKILL)
-                os.wait4(p.pid, 0)
-                check(False, "yes did not end after its reader went away (hang?)")
-            time.sleep(0.01)
-        p.returncode = 0
-        st = Status(raw)
+        st = Status(reap_bounded(p, 30, "yes did not end after its reader went away (hang?)"))
         with open(errp, "rb") as f:
             err_text = f.read().decode("utf-8", "replace")
         statuses[label] = (st, d, err_text, first)

@@ -26,7 +26,7 @@ import tempfile
 import time
 
 from common import ERROR_PREFIX, SUMMARY_PREFIX, SYMBOL_CACHE, Skip, check, clip, fail, indent, profile_dir_names
-from st_helpers import Status, gzip_ok, pprofs, prof_env, run, start
+from st_helpers import Status, gzip_ok, pprofs, prof_env, reap_bounded, run, start, written
 
 SHIM = "# profshim: "
 
@@ -60,26 +60,12 @@ def _same_as_plain(plain, r, what, stdout=True, stderr=True):
                   indent("\n".join(_own_stderr(r)) or "(empty)")))
 
 
-def _written(line):
-    """The files a line says were written: the paths after its "wrote"
-    (an error's text may mention a name it did not write)."""
-    out = []
-    toks = line.split()
-    for i, t in enumerate(toks):
-        if t == "wrote" and (i == 0 or toks[i - 1] in ("profshim:", "|") or toks[i - 1].endswith(";")):
-            for p in toks[i + 1:]:
-                if not p.endswith(".pprof"):
-                    break
-                out.append(os.path.normpath(p))
-    return out
-
-
 def _files_as_said(r, d, what):
     """Every file a line names exists and is a whole profile; PROFILE_DIR
     holds nothing else (no temporary, no file left unnamed)."""
     named = []
     for line in _shim_lines(r):
-        named += _written(line)
+        named += written(line)
     for p in named:
         check(os.path.isfile(p), "%s: the line names %s, which does not exist\n%s" % (what, p, r.describe()))
         gzip_ok(p)
@@ -326,18 +312,7 @@ class PipeRun:
             p = subprocess.Popen(argv, env=env, cwd=ctx.mkdtemp("cwd"), stdin=subprocess.DEVNULL, stdout=fo,
                                  stderr=wr, preexec_fn=preexec)
         os.close(wr)
-        deadline = time.monotonic() + 60
-        while True:
-            pid, raw, _ = os.wait4(p.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
-                os.killpg(p.pid, signal.SIGKILL)
-                os.wait4(p.pid, 0)
-                fail("hang: %s" % " ".join(argv))
-            time.sleep(0.01)
-        p.returncode = 0  # reaped here
-        self.status = Status(raw)
+        self.status = Status(reap_bounded(p, 60, "hang: %s" % " ".join(argv)))
         with open(out, "rb") as f:
             self.out = f.read()
 
@@ -600,7 +575,7 @@ def _image_files(r, d, what, images):
           "%s: want %d summary lines (one per image)\n%s" % (what, images, r.describe()))
     stems = []
     for line in lines:
-        names = sorted(os.path.basename(p) for p in _written(line))
+        names = sorted(os.path.basename(p) for p in written(line))
         stem = names[0][:-len(".cpu.pprof")] if names else ""
         check(names == [stem + k for k in (".cpu.pprof", ".heap.pprof", ".wait.pprof")],
               "%s: a line should name one stem's cpu, heap and wait files: %r" % (what, line))
@@ -713,10 +688,10 @@ def test_two_execs_failing_at_once(ctx):
         together += 1
         lines = _shim_lines(r)
         stem = "run.stop_safety.%d" % r.pid
-        check(len(lines) == 2 and [len(_written(l)) for l in lines] == [3, 3],
+        check(len(lines) == 2 and [len(written(l)) for l in lines] == [3, 3],
               "%s: want two summary lines (the exec's stop, the final one)\n%s" % (what, r.describe()))
-        check(sorted(os.path.basename(p) for p in _written(lines[0])) == [stem + k for k in (".cpu.pprof", ".heap.pprof", ".wait.pprof")]
-              and sorted(os.path.basename(p) for p in _written(lines[1])) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"],
+        check(sorted(os.path.basename(p) for p in written(lines[0])) == [stem + k for k in (".cpu.pprof", ".heap.pprof", ".wait.pprof")]
+              and sorted(os.path.basename(p) for p in written(lines[1])) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"],
               "%s: the exec's stop writes %s.*, the final one run.*\n%s" % (what, stem, r.describe()))
         _files_as_said(r, d, what)
         m = re.search(r"truth burn cpu_ns=(\d+)", r.err.decode())
@@ -762,7 +737,7 @@ def test_giving_up_at_any_moment(ctx):
         lines = _shim_lines(r)
         check(len(lines) == 1, "%s: %d lines\n%s" % (what, len(lines), r.describe()))
         _files_as_said(r, d, what)
-        outcomes.append("%s: %s" % (limit, "gave up, wrote %d" % len(_written(lines[0]))
+        outcomes.append("%s: %s" % (limit, "gave up, wrote %d" % len(written(lines[0]))
                                     if "did not finish" in lines[0] else "finished"))
     check(any("gave up" in o for o in outcomes), "no run gave up: the sweep tests nothing: %s" % outcomes)
 

@@ -34,7 +34,7 @@ import threading
 import time
 
 from common import check, clip, communicate_bounded, indent, profile_dir_names
-from st_helpers import gzip_ok, prof_env
+from st_helpers import gzip_ok, prof_env, written
 
 RUNS = 160
 CONCURRENCY = 2
@@ -73,18 +73,6 @@ def fork_status(seed):
 def _expected(modes, mode, seed):
     statuses, images = modes[mode]
     return ({fork_status(seed)} if statuses is None else statuses), images
-
-
-def _written(line):
-    out = []
-    toks = line.split()
-    for i, t in enumerate(toks):
-        if t == "wrote" and (i == 0 or toks[i - 1] in ("profshim:", "|") or toks[i - 1].endswith(";")):
-            for p in toks[i + 1:]:
-                if not p.endswith(".pprof"):
-                    break
-                out.append(os.path.normpath(p))
-    return out
 
 
 def _one(ctx, exe, i, mode, delay, seed, shim, rng_kill):
@@ -132,7 +120,7 @@ def _check_run(ctx, res, modes):
         why.append("%d '# profshim: ' lines, want one per image (%s)" % (len(ours), sorted(images)))
     named = []
     for line in ours:
-        files = _written(line)
+        files = written(line)
         if not files and "wrote no profile" not in line:
             why.append("a line that names no file and says no why: %r" % line[:200])
         named += files
