@@ -3,7 +3,10 @@
 
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include "atomic_file.h"
 #include "freeze.h"
 #include "heap.h"
 #include "own_signal.h"
@@ -22,6 +25,7 @@ finish::Context* g_ctx;
 void (*g_done)();
 __thread bool t_in_place;     // this thread runs a normal stop in place, bounded by a timer
 __thread bool t_stop_thread;  // this thread is a stop thread
+__thread bool t_alone;        // the in-place stop is the process's only thread's
 
 void run_finish(void*) { finish::run(*g_ctx); }
 
@@ -79,13 +83,31 @@ void in_place(void*) {
 // a fault's held back until it is over, as the stop thread holds them all,
 // and the thread's allocations while it runs are the shim's.
 void alone_in_place(void*) {
-  sigset_t hold, old;
+  sigset_t hold, old, pending;
   sigfillset(&hold);
   for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, own_signal::number()}) sigdelset(&hold, s);
   sigmask::unfiltered(SIG_SETMASK, &hold, &old);
+  sigemptyset(&pending);
+  sigpending(&pending);
+  const bool pipe_was_pending = sigismember(&pending, SIGPIPE) == 1;
   const bool was = heap::swap_thread_active(false);
+  t_alone = true;
   in_place(nullptr);
+  t_alone = false;
   heap::set_thread_active(was);
+  // A SIGPIPE the stop raised (its line to a closed stderr: errline takes
+  // back only what it raised under the program's own mask, and here that
+  // mask was ours) never reaches the program's handler.
+  sigemptyset(&pending);
+  sigpending(&pending);
+  if (!pipe_was_pending && sigismember(&pending, SIGPIPE) == 1 && !sigismember(&old, SIGPIPE)) {
+    sigset_t pipe_only;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    struct timespec zero = {0, 0};
+    siginfo_t si;
+    syscall(SYS_rt_sigtimedwait, &pipe_only, &si, &zero, 8);
+  }
   sigmask::unfiltered(SIG_SETMASK, &old, nullptr);
 }
 
@@ -123,7 +145,14 @@ void fatal(finish::Context& ctx) {
 void on_watchdog() {
   // A normal stop run in place (exit() called in a signal handler): past
   // its bound it is abandoned, and the program's exit goes on.
-  if (t_in_place) recover::fail("it did not finish within PROFILE_STOP_TIMEOUT");
+  if (!t_in_place) return;
+  if (t_alone) {
+    // As a caller waiting for a stop thread would have: the half-written
+    // file removed, the timeout's line (the writer is this thread: no wait).
+    atomic_file::abandon();
+    finish::report_timeout(*g_ctx);
+  }
+  recover::fail("it did not finish within PROFILE_STOP_TIMEOUT");
 }
 
 bool on_stop_thread() { return t_stop_thread; }
