@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <algorithm>
+
 namespace procmaps {
 
 namespace {
@@ -68,9 +70,13 @@ std::vector<Line> parse(const std::string& text) {
 }
 
 bool readable(const std::vector<Line>& lines, uint64_t addr, uint64_t size) {
-  for (const auto& l : lines)
-    if (l.readable() && addr >= l.start && addr < l.end && size <= l.end - addr) return true;
-  return false;
+  // The kernel lists mappings by address: the one that can hold addr is the
+  // last that starts at or below it (a stop reads hundreds of headers).
+  auto it = std::upper_bound(lines.begin(), lines.end(), addr,
+                             [](uint64_t a, const Line& l) { return a < l.start; });
+  if (it == lines.begin()) return false;
+  const Line& l = *--it;
+  return l.readable() && addr < l.end && size <= l.end - addr;
 }
 
 }  // namespace procmaps

@@ -15,6 +15,7 @@
 #include "sigmask.h"
 #include "signals.h"
 #include "stack.h"
+#include "symbolize.h"
 #include "sys.h"
 
 namespace stop_runner {
@@ -92,7 +93,9 @@ void alone_in_place(void*) {
   const bool pipe_was_pending = sigismember(&pending, SIGPIPE) == 1;
   const bool was = heap::swap_thread_active(false);
   t_alone = true;
+  symbolize::reads_direct(true);
   in_place(nullptr);
+  symbolize::reads_direct(false);
   t_alone = false;
   heap::set_thread_active(was);
   // A SIGPIPE the stop raised (its line to a closed stderr: errline takes
