@@ -340,8 +340,9 @@ bool fatal_on_this_stack(int sig, siginfo_t* si, void* uc) {
 
 }  // namespace
 
-void on_watchdog() {
-  stop_runner::on_watchdog();  // a normal stop in place: abandoned (does not return)
+void on_watchdog(void* uc) {
+  if (stop_runner::on_watchdog(uc)) return;  // a normal stop in place (abandoned: no return)
+  if (g_fatal_sig.load() == 0) return;        // a late timer: no stop is under way here
   // On the thread of a fatal stop that ran past its bound, interrupting it
   // wherever it is: say so, remove what is half-written, and die of the
   // signal as the process would have.

@@ -40,7 +40,7 @@ void stop(const char* how);
 bool stop_on_fatal(int sig, siginfo_t* si, void* uc);
 // own_signal's dispatch of the shim's timers (signal context): a fatal
 // stop past its bound, and a deferred fatal signal's second try.
-void on_watchdog();
+void on_watchdog(void* ucontext);
 void on_retry_fatal(const siginfo_t* si);
 
 // Around an exec: writes the old image's profiles and returns the

@@ -120,7 +120,7 @@ void handler(int sig, siginfo_t* si, void* uc) {
   } else if (si && ((si->si_code == SI_TIMER && (kind = token_kind(v)) != kFreeze && kind >= 0) ||
                     (si->si_code == SI_QUEUE && si->si_pid == g.pid && (kind = token_kind(v)) == kFreeze))) {
     if (kind == kFreeze) freeze::on_request(uc);
-    if (kind == kWatchdog) lifecycle::on_watchdog();
+    if (kind == kWatchdog) lifecycle::on_watchdog(uc);
     if (kind == kRetryFatal) lifecycle::on_retry_fatal(si);
   } else {
     external(sig, si, uc);

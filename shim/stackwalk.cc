@@ -5,6 +5,7 @@
 #include <sys/auxv.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <ucontext.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -37,23 +38,41 @@ uint64_t interrupted_pc(void* uc) {
   return uint64_t(static_cast<ucontext_t*>(uc)->uc_mcontext.gregs[REG_RIP]);
 }
 
+// The shim's own code, and the dynamic loader's and libc's: what a stop's
+// watchdog may not leave in the middle of (holds_program_locks).
+Range g_shim[4], g_holders[8];
+int g_nshim, g_nholders;
+
+struct Collect {
+  uint64_t probes[2];
+  Range* out;
+  int* n;
+  int max;
+};
+
 // Collects the executable segments of the objects that contain the probes.
 int collect_ranges(struct dl_phdr_info* info, size_t, void* arg) {
-  const uint64_t* probes = static_cast<const uint64_t*>(arg);
+  const Collect& c = *static_cast<const Collect*>(arg);
   bool hit = false;
   for (int i = 0; i < info->dlpi_phnum && !hit; ++i) {
     const ElfW(Phdr)& ph = info->dlpi_phdr[i];
     uint64_t lo = info->dlpi_addr + ph.p_vaddr, hi = lo + ph.p_memsz;
-    if (ph.p_type == PT_LOAD && ((probes[0] >= lo && probes[0] < hi) || (probes[1] >= lo && probes[1] < hi)))
+    if (ph.p_type == PT_LOAD && ((c.probes[0] >= lo && c.probes[0] < hi) || (c.probes[1] >= lo && c.probes[1] < hi)))
       hit = true;
   }
-  for (int i = 0; hit && i < info->dlpi_phnum && g_nunsafe < kMaxRanges; ++i) {
+  for (int i = 0; hit && i < info->dlpi_phnum && *c.n < c.max; ++i) {
     const ElfW(Phdr)& ph = info->dlpi_phdr[i];
     if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
     uint64_t lo = info->dlpi_addr + ph.p_vaddr;
-    g_unsafe[g_nunsafe++] = {lo, lo + ph.p_memsz};
+    c.out[(*c.n)++] = {lo, lo + ph.p_memsz};
   }
   return 0;
+}
+
+bool in(const Range* r, int n, uint64_t pc) {
+  for (int i = 0; i < n; ++i)
+    if (pc >= r[i].lo && pc < r[i].hi) return true;
+  return false;
 }
 
 // One walk from the caller's frame outwards. Frames up to the first one the
@@ -234,10 +253,28 @@ bool room_here() {
 }
 
 void note_unsafe_code() {
-  uint64_t probes[2] = {reinterpret_cast<uint64_t>(&note_unsafe_code),
-                        reinterpret_cast<uint64_t>(&__tls_get_addr)};
-  g_nunsafe = 0;
-  dl_iterate_phdr(collect_ranges, probes);
+  const uint64_t self = reinterpret_cast<uint64_t>(&note_unsafe_code),
+                 loader = reinterpret_cast<uint64_t>(&__tls_get_addr),
+                 libc = reinterpret_cast<uint64_t>(&strtol);  // one the shim does not interpose
+  g_nunsafe = g_nshim = g_nholders = 0;
+  Collect unsafe = {{self, loader}, g_unsafe, &g_nunsafe, kMaxRanges};
+  dl_iterate_phdr(collect_ranges, &unsafe);
+  Collect shim = {{self, self}, g_shim, &g_nshim, 4};
+  dl_iterate_phdr(collect_ranges, &shim);
+  Collect holders = {{loader, libc}, g_holders, &g_nholders, 8};
+  dl_iterate_phdr(collect_ranges, &holders);
+}
+
+bool holds_program_locks(void* uc) {
+  uint64_t frames[32];
+  int n = from_signal(uc, frames, 32);
+  for (int i = 0; i < n; ++i) {
+    uint64_t pc = pc_of(frames[i]);
+    if (pc >= wrappers::alloc_begin() && pc < wrappers::alloc_end()) return true;
+    if (in(g_holders, g_nholders, pc)) return true;
+    if (in(g_shim, g_nshim, pc)) return false;  // the stop's own code, which called what is below
+  }
+  return true;  // never back in the shim's code: nothing to go by
 }
 
 bool in_unsafe_code(uint64_t pc) {
@@ -248,9 +285,7 @@ bool in_unsafe_code(uint64_t pc) {
   // (waits.cc) is outside their section and stays unsafe.
   if (pc >= wrappers::begin() && pc < wrappers::end()) return false;
   if (pc >= uint64_t(__start_profshim_wait) && pc < uint64_t(__stop_profshim_wait)) return false;
-  for (int i = 0; i < g_nunsafe; ++i)
-    if (pc >= g_unsafe[i].lo && pc < g_unsafe[i].hi) return true;
-  return false;
+  return in(g_unsafe, g_nunsafe, pc);
 }
 
 bool interrupted_in_unsafe_code(void* uc) {

@@ -70,6 +70,11 @@ bool in_unsafe_code(uint64_t pc);
 // Whether the context a signal interrupted is inside such code, in any of
 // its first frames (a thread inside malloc, or inside a lock jemalloc took).
 bool interrupted_in_unsafe_code(void* ucontext);
+// Whether the stop a signal interrupted (its watchdog's) is inside code
+// whose locks the program needs once the stop is left: the allocator, the
+// dynamic loader or libc, called from the shim's own code (or, with no
+// frame of the shim's found, maybe so).
+bool holds_program_locks(void* ucontext);
 // Whether the calling thread runs inside a signal handler (a program's
 // handler that calls exit(), say), and whether that handler interrupted such
 // code.

@@ -15,7 +15,7 @@
 #include "sigmask.h"
 #include "signals.h"
 #include "stack.h"
-#include "symbolize.h"
+#include "stackwalk.h"
 #include "sys.h"
 
 namespace stop_runner {
@@ -27,6 +27,8 @@ void (*g_done)();
 __thread bool t_in_place;     // this thread runs a normal stop in place, bounded by a timer
 __thread bool t_stop_thread;  // this thread is a stop thread
 __thread bool t_alone;        // the in-place stop is the process's only thread's
+__thread int t_watchdog;      // the in-place stop's watchdog timer
+__thread int t_deferred;      // times it found the stop inside the allocator, loader or libc
 
 void run_finish(void*) { finish::run(*g_ctx); }
 
@@ -73,44 +75,27 @@ void in_place(void*) {
   // The watchdog's signal must reach this thread: a program's handler may
   // block it (one on its alternate stack).
   unblock_own_signal();
-  int watchdog = arm_watchdog();
+  t_watchdog = arm_watchdog();
+  t_deferred = 0;
   t_in_place = true;
   finish_guarded();
+  own_signal::disarm(t_watchdog);  // first: a watchdog from here on finds no stop
   t_in_place = false;
-  own_signal::disarm(watchdog);
 }
 
 // The stop on the program's only thread: every signal but the watchdog's and
 // a fault's held back until it is over, as the stop thread holds them all,
 // and the thread's allocations while it runs are the shim's.
 void alone_in_place(void*) {
-  sigset_t hold, old, pending;
+  sigset_t hold, old;
   sigfillset(&hold);
   for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, own_signal::number()}) sigdelset(&hold, s);
   sigmask::unfiltered(SIG_SETMASK, &hold, &old);
-  sigemptyset(&pending);
-  sigpending(&pending);
-  const bool pipe_was_pending = sigismember(&pending, SIGPIPE) == 1;
   const bool was = heap::swap_thread_active(false);
   t_alone = true;
-  symbolize::reads_direct(true);
   in_place(nullptr);
-  symbolize::reads_direct(false);
   t_alone = false;
   heap::set_thread_active(was);
-  // A SIGPIPE the stop raised (its line to a closed stderr: errline takes
-  // back only what it raised under the program's own mask, and here that
-  // mask was ours) never reaches the program's handler.
-  sigemptyset(&pending);
-  sigpending(&pending);
-  if (!pipe_was_pending && sigismember(&pending, SIGPIPE) == 1 && !sigismember(&old, SIGPIPE)) {
-    sigset_t pipe_only;
-    sigemptyset(&pipe_only);
-    sigaddset(&pipe_only, SIGPIPE);
-    struct timespec zero = {0, 0};
-    siginfo_t si;
-    syscall(SYS_rt_sigtimedwait, &pipe_only, &si, &zero, 8);
-  }
   sigmask::unfiltered(SIG_SETMASK, &old, nullptr);
 }
 
@@ -118,7 +103,7 @@ void alone_in_place(void*) {
 
 void normal(finish::Context& ctx, bool in_handler, void (*done)()) {
   g_ctx = &ctx, g_done = done;
-    // The process's only thread: nothing can hold a lock the stop needs, and
+  // The process's only thread: nothing can hold a lock the stop needs, and
   // the stop runs here. A thread started and waited for costs an image a
   // clone, a fresh arena and two hand-overs between cores, a large part of
   // what a short image pays for being profiled (issue 13).
@@ -145,10 +130,21 @@ void fatal(finish::Context& ctx) {
   own_signal::disarm(watchdog);
 }
 
-void on_watchdog() {
-  // A normal stop run in place (exit() called in a signal handler): past
-  // its bound it is abandoned, and the program's exit goes on.
-  if (!t_in_place) return;
+bool on_watchdog(void* uc) {
+  // A normal stop run in place (exit() called in a signal handler, or on
+  // the only thread): past its bound it is abandoned, and the program's
+  // exit goes on.
+  if (!t_in_place) return false;
+  // Not from inside the allocator, the loader or libc: a lock left held
+  // there would hang the program's next malloc or its exit. A moment later,
+  // when the stop's own code has the thread again (such calls take
+  // microseconds; after 2 s of them the stop is left wherever it is).
+  if (t_deferred < 2000 && stackwalk::holds_program_locks(uc)) {
+    ++t_deferred;
+    own_signal::disarm(t_watchdog);
+    t_watchdog = own_signal::arm_self(own_signal::kWatchdog, 1000000);
+    return true;
+  }
   if (t_alone) {
     // As a caller waiting for a stop thread would have: the half-written
     // file removed, the timeout's line (the writer is this thread: no wait).

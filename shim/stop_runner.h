@@ -27,8 +27,10 @@ void normal(finish::Context& ctx, bool in_handler, void (*done)());
 void fatal(finish::Context& ctx);
 
 // The watchdog fired on this thread (signal context): an in-place normal
-// stop is abandoned through its recovery point (does not return then).
-void on_watchdog();
+// stop is abandoned through its recovery point (does not return then), or
+// asked again a moment later while it is inside code whose locks the program
+// needs (true then). False: no normal stop is under way here.
+bool on_watchdog(void* ucontext);
 // Whether the calling thread is a stop thread.
 bool on_stop_thread();
 
