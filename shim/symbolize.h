@@ -18,12 +18,6 @@ namespace symbolize {
 // false with *err set if libdw is not usable; true at once if loaded.
 bool load_libdw(std::string* err);
 
-// While the stop runs on the process's only thread (stop_runner.h) nothing
-// can unmap memory under a read of it: the session copies loaded images'
-// headers directly, not with a system call per read (a server's forty
-// libraries took ~400 of them at each stop).
-void reads_direct(bool on);
-
 struct Result {
   int mapping = -1;                  // index into Session::mappings(), -1 if none
   std::vector<pprof::Frame> frames;  // innermost first; empty if unknown
