@@ -36,8 +36,8 @@ bool same_file(int fd) {
 }
 
 // A write to a closed pipe sends SIGPIPE to the writing thread: blocked
-// around ours, and taken back if ours raised it, so the program's status
-// and handlers never see it.
+// around ours, and taken back if ours raised it (and none was pending
+// before), so the program's status and handlers never see it.
 // A pipe nobody reads (a parent that only reads stdout, a full journal)
 // would hold the write, and the stop with it: wait for room at most until
 // the stop's deadline, else drop the line.
@@ -66,7 +66,10 @@ void write_quietly(int fd, const char* buf, size_t len) {
   sigpending(&pending);
   bool was_pending = sigismember(&pending, SIGPIPE) == 1;
   int saved = errno;
-  if (!sys::write_all(fd, buf, len) && errno == EPIPE && !was_pending && !sigismember(&old, SIGPIPE)) {
+  // Taken back whatever the caller's mask: a SIGPIPE left pending under a
+  // mask that blocks it would reach the program later, or the next image
+  // through an exec (pending signals survive it).
+  if (!sys::write_all(fd, buf, len) && errno == EPIPE && !was_pending) {
     struct timespec zero = {0, 0};
     siginfo_t si;
     syscall(SYS_rt_sigtimedwait, &pipe_only, &si, &zero, 8);
