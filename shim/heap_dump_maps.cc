@@ -31,7 +31,7 @@ extern "C" __attribute__((visibility("hidden"))) int profshim_je_open(const char
     return -1;
   }
   mode_t mode = 0;
-  if (flags & (O_CREAT | O_TMPFILE)) {
+  if ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE) {  // glibc's __OPEN_NEEDS_MODE
     va_list ap;
     va_start(ap, flags);
     mode = mode_t(va_arg(ap, int));
