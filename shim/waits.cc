@@ -75,13 +75,25 @@ bool kernel_uses_tsc() {
 // unbiased in ticks (R in ticks), and ticks become nanoseconds by the ratio
 // over the whole run. Every image pays the spin at setup (a 50 us one was a
 // twentieth of a short image's cost: issue 13).
+// Each end is the tightest of a few TSC reads around a clock read (an
+// interrupt between a lone pair would skew so short a spin by tens of
+// percent): the clock's time against the middle of the two TSC reads.
+void paired(uint64_t* mono, double* tsc) {
+  uint64_t best = ~0ull;
+  *mono = mono_ns(), *tsc = double(__rdtsc());
+  for (int i = 0; i < 4; ++i) {
+    uint64_t a = __rdtsc(), m = mono_ns(), b = __rdtsc();
+    if (b - a < best) best = b - a, *mono = m, *tsc = double(a) + double(b - a) / 2;
+  }
+}
+
 double calibrate() {
-  uint64_t m0 = mono_ns(), t0 = __rdtsc(), m1, t1;
-  do {
-    m1 = mono_ns();
-    t1 = __rdtsc();
-  } while (m1 - m0 < 5000);
-  return double(t1 - t0) / double(m1 - m0);
+  uint64_t m0 = 0, m1 = 0;
+  double t0 = 0, t1 = 0;
+  paired(&m0, &t0);
+  do paired(&m1, &t1);
+  while (m1 - m0 < 5000);
+  return (t1 - t0) / double(m1 - m0);
 }
 
 // The shim's own code: its executable segment, from its own ELF header
