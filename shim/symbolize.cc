@@ -292,6 +292,12 @@ Result Session::Impl::resolve(uint64_t pc) {
       r.inlines_known = hit->inlines_known;
       return r;
     }
+  if (keep && internal::table_names_it(store.dir(false), mods[m].get())) {  // no DWARF: no libdw
+    internal::symbol_frames(mods[m].get(), pc, &names, &r.frames);
+    store.note_lookup(true);
+    store.add(m, rel, r);
+    return r;
+  }
   open_dwfl();
   if (!dwfl) return r;
   Dwfl_Module* mod = dw().dwfl_addrmodule(dwfl, pc);
@@ -381,7 +387,12 @@ size_t Session::lookup(const std::vector<uint64_t>& addrs, std::vector<Result>* 
   return skipped;
 }
 
-void Session::keep() { impl_->store.flush(impl_->mods); }
+void Session::keep() {
+  impl_->store.flush(impl_->mods);
+  for (size_t m = 0; m < impl_->mods.size(); ++m)
+    if (impl_->cacheable(static_cast<int>(m)) && impl_->mods[m]->syms_loaded && !impl_->mods[m]->syms_from_table)
+      internal::table_to_cache(impl_->store.dir(true), impl_->mods[m]->low, *impl_->mods[m]);
+}
 
 const CacheStats& Session::cache_stats() const { return impl_->store.stats(); }
 

@@ -86,7 +86,9 @@ std::string entry_path(const std::string& dir, const std::string& build_id) {
   return dir + "/" + internal::hex(build_id) + ".sym";
 }
 
-bool read_all(const std::string& path, std::string* out, bool* absent) {
+}  // namespace
+
+bool read_whole(const std::string& path, std::string* out, bool* absent) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
   *absent = fd < 0 && errno == ENOENT;
   if (fd < 0) return false;
@@ -106,8 +108,6 @@ bool read_all(const std::string& path, std::string* out, bool* absent) {
   close(fd);
   return ok;
 }
-
-}  // namespace
 
 bool Witness::operator==(const Witness& o) const {
   return path == o.path && present == o.present && dev == o.dev && ino == o.ino && size == o.size &&
@@ -131,17 +131,38 @@ void normalize(std::vector<Witness>* w) {
            w->end());
 }
 
-std::string encode(const Entry& e) {
+void put_witnesses(std::string* out, const std::vector<Witness>& ws) {
   Writer w;
-  w.raw(kMagic, sizeof kMagic);
-  w.str(e.build_id);
-  w.u32(static_cast<uint32_t>(e.witnesses.size()));
-  for (const Witness& x : e.witnesses) {
+  w.u32(static_cast<uint32_t>(ws.size()));
+  for (const Witness& x : ws) {
     w.str(x.path);
     w.u8(x.present);
     w.u64(x.dev), w.u64(x.ino), w.u64(x.size);
     w.u64(uint64_t(x.mtime_ns)), w.u64(uint64_t(x.ctime_ns));
   }
+  *out += w.out;
+}
+
+bool get_witnesses(const std::string& in, size_t* pos, std::vector<Witness>* out) {
+  Reader r{in};
+  r.pos = *pos;
+  for (uint32_t n = r.count(4 + 1 + 5 * 8); n-- > 0 && r.ok;) {
+    Witness w;
+    w.path = r.str();
+    w.present = r.u8() != 0;
+    w.dev = r.u64(), w.ino = r.u64(), w.size = r.u64();
+    w.mtime_ns = int64_t(r.u64()), w.ctime_ns = int64_t(r.u64());
+    out->push_back(std::move(w));
+  }
+  *pos = r.pos;
+  return r.ok;
+}
+
+std::string encode(const Entry& e) {
+  Writer w;
+  w.raw(kMagic, sizeof kMagic);
+  w.str(e.build_id);
+  put_witnesses(&w.out, e.witnesses);
   // Names and files repeat across addresses: each string once.
   std::unordered_map<std::string, uint32_t> index;
   std::vector<const std::string*> strings;
@@ -181,14 +202,7 @@ bool decode(const std::string& bytes, Entry* out) {
   r.pos = sizeof kMagic;
   Entry e;
   e.build_id = r.str();
-  for (uint32_t n = r.count(4 + 1 + 5 * 8); n-- > 0 && r.ok;) {
-    Witness w;
-    w.path = r.str();
-    w.present = r.u8() != 0;
-    w.dev = r.u64(), w.ino = r.u64(), w.size = r.u64();
-    w.mtime_ns = int64_t(r.u64()), w.ctime_ns = int64_t(r.u64());
-    e.witnesses.push_back(std::move(w));
-  }
+  if (r.ok && !get_witnesses(body, &r.pos, &e.witnesses)) return false;
   std::vector<std::string> strings(r.count(4));
   for (auto& s : strings) s = r.str();
   for (uint32_t n = r.count(8 + 1 + 4); n-- > 0 && r.ok;) {
@@ -235,7 +249,7 @@ std::string prepare_dir(const std::string& profile_dir, bool create, std::string
 Load load(const std::string& dir, const std::string& build_id, Entry* out) {
   std::string bytes;
   bool absent = false;
-  if (!read_all(entry_path(dir, build_id), &bytes, &absent)) return absent ? Load::kAbsent : Load::kCorrupt;
+  if (!read_whole(entry_path(dir, build_id), &bytes, &absent)) return absent ? Load::kAbsent : Load::kCorrupt;
   Entry e;
   if (!decode(bytes, &e) || e.build_id != build_id) return Load::kCorrupt;
   if (!current(e)) return Load::kStale;
@@ -245,12 +259,16 @@ Load load(const std::string& dir, const std::string& build_id, Entry* out) {
 
 std::string store(const std::string& dir, const Entry& e) {
   if (e.build_id.empty() || e.results.size() > kMaxResults) return "";
-  const std::string bytes = encode(e), target = entry_path(dir, e.build_id);
+  return write_whole(dir, internal::hex(e.build_id) + ".sym", encode(e));
+}
+
+std::string write_whole(const std::string& dir, const std::string& name, const std::string& bytes) {
+  const std::string target = dir + "/" + name;
   uint64_t r = 0;
   if (getrandom(&r, sizeof r, GRND_NONBLOCK) != sizeof r) r = uint64_t(getpid()) * 0x9e3779b97f4a7c15ull;
   char suffix[64];
   snprintf(suffix, sizeof suffix, ".tmp.%d.%016llx", int(getpid()), static_cast<unsigned long long>(r));
-  const std::string tmp = dir + "/." + internal::hex(e.build_id) + suffix;
+  const std::string tmp = dir + "/." + name + suffix;
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) return "cannot create " + tmp + ": " + strerror(errno);
   size_t off = 0;
@@ -273,12 +291,19 @@ std::string store(const std::string& dir, const Entry& e) {
   return "";
 }
 
-const Result* Store::find(size_t m, const std::string& build_id, uint64_t rel) {
-  if (profile_dir_.empty()) return nullptr;
+const std::string& Store::dir(bool create) {
+  if (profile_dir_.empty()) return dir_;
   if (!tried_) {  // read from it if it is there; made only to write to it
     tried_ = true;
     error_ = prepare_dir(profile_dir_, false, &dir_);
   }
+  if (create && dir_.empty() && error_.empty()) error_ = prepare_dir(profile_dir_, true, &dir_);
+  return dir_;
+}
+
+const Result* Store::find(size_t m, const std::string& build_id, uint64_t rel) {
+  if (profile_dir_.empty()) return nullptr;
+  dir(false);
   if (mods_.size() <= m) mods_.resize(m + 1);
   Module& k = mods_[m];
   if (!k.read && !dir_.empty()) {
@@ -303,11 +328,7 @@ void Store::flush(const std::vector<std::unique_ptr<internal::ModInfo>>& mods) {
     Module& k = mods_[m];
     const internal::ModInfo& mi = *mods[m];
     if (k.fresh.empty() || !mi.cache_ok) continue;
-    if (dir_.empty()) {
-      if (!error_.empty()) return;
-      error_ = prepare_dir(profile_dir_, true, &dir_);
-      if (dir_.empty()) return;
-    }
+    if (dir(true).empty()) return;
     Entry now;
     now.build_id = mi.build_id;
     now.witnesses = mi.witnesses;

@@ -71,6 +71,16 @@ Load load(const std::string& dir, const std::string& build_id, Entry* out);
 // Writes e atomically under its build ID; "" or why not.
 std::string store(const std::string& dir, const Entry& e);
 
+// For the other files the cache keeps (symbolize_table.cc): witnesses in an
+// entry's layout (get_* reads from *pos, bounds-checked, and moves it on);
+// a whole regular file, not followed if a link (false, *absent when there
+// is none); bytes written to dir/name through a temporary renamed into
+// place ("" or why not).
+void put_witnesses(std::string* out, const std::vector<Witness>& w);
+bool get_witnesses(const std::string& in, size_t* pos, std::vector<Witness>* out);
+bool read_whole(const std::string& path, std::string* out, bool* absent);
+std::string write_whole(const std::string& dir, const std::string& name, const std::string& bytes);
+
 }  // namespace cache
 namespace internal {
 struct ModInfo;
@@ -88,7 +98,13 @@ class Store {
   const Result* find(size_t m, const std::string& build_id, uint64_t rel);
   // A result of module m looked up with libdw, to keep.
   void add(size_t m, uint64_t rel, const Result& r);
-  void note_lookup() { ++stats_.looked_up; }
+  void note_lookup(bool from_table = false) {
+    ++stats_.looked_up;
+    stats_.from_table += from_table;
+  }
+  // The cache directory, made if need be (create); "" when there is none
+  // to use.
+  const std::string& dir(bool create);
   // Each module's new results added to its entry as it is on disk now
   // (another image may have written it since it was read) if that entry was
   // made from the same files, else alone.
