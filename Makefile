@@ -57,13 +57,16 @@ $(BUILD)/shim/%.o: shim/%.cc $(wildcard shim/*.h) | $(BUILD)/.deps-ok
 # throw, and a failed allocation in the stop ends the stop, not the process.
 # Its count of pages held from the system (extent.c's static curpages, what
 # its prof_gdump watches) is made global for the heap-peak check (peak.h);
-# a jemalloc without it fails the link.
+# a jemalloc without it fails the link. Its calls to open() go to the
+# shim's filter (heap_dump_maps.cc), which keeps the process's maps out of
+# heap dumps.
 $(BUILD)/jemalloc_pic.a: $(LIBDIR)/libjemalloc_pic.a Makefile | $(BUILD)/.deps-ok
 	objcopy --rename-section .text=profshim_alloc --rename-section .text.unlikely=profshim_alloc \
 	        --rename-section .text.startup=profshim_alloc \
 	        --redefine-sym mallctl=profshim_je_mallctl \
 	        --redefine-sym mallctlbymib=profshim_je_mallctlbymib \
-	        --redefine-sym curpages=profshim_je_curpages --globalize-symbol=profshim_je_curpages $< $@.tmp
+	        --redefine-sym curpages=profshim_je_curpages --globalize-symbol=profshim_je_curpages \
+	        --redefine-sym open=profshim_je_open $< $@.tmp
 	ar d $@.tmp jemalloc_cpp.pic.o
 	mv -f $@.tmp $@
 

@@ -30,12 +30,11 @@ bool Self::in_text(uint64_t pc) const {
 
 // Matched by device, inode and path, not by the name LD_PRELOAD used, which
 // may go through a symlink or "..".
-Self self_ranges(const std::string& maps) {
+Self self_ranges(const std::vector<procmaps::Line>& lines) {
   Self s;
   s.wrap = {wrappers::begin(), wrappers::end()};
   s.alloc = {wrappers::alloc_begin(), wrappers::alloc_end()};
   uint64_t me = reinterpret_cast<uint64_t>(&self_ranges);
-  std::vector<procmaps::Line> lines = procmaps::parse(maps);
   for (const auto& mine : lines) {
     if (me < mine.start || me >= mine.end) continue;
     for (const auto& l : lines)

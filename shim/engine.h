@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "procmaps.h"
+
 #include "pprof.h"
 #include "summary.h"
 
@@ -64,8 +66,8 @@ struct Self {
   // shown at the caller.
   bool shim_own(uint64_t pc) const { return in_wrap(pc) || (in_text(pc) && !in_alloc(pc)); }
 };
-// From /proc/self/maps: every mapping of the file that holds the shim.
-Self self_ranges(const std::string& maps);
+// From /proc/self/maps, parsed: every mapping of the file that holds the shim.
+Self self_ranges(const std::vector<procmaps::Line>& lines);
 
 struct Engine {
   const char* name;

@@ -281,7 +281,7 @@ const engine::Part* Set::part(const char* kind) const {
 
 void collect(engine::Why why, const engine::When& when, Set* set) {
   set->why = why;
-  set->maps = sys::read_file("/proc/thread-self/maps");
+  set->maps = procmaps::parse(sys::read_file("/proc/thread-self/maps"));
   set->self = engine::self_ranges(set->maps);
   int n = 0;
   const engine::Engine* const* all = engine::all(&n);

@@ -42,7 +42,7 @@ struct Context {
 // A set, collected and not yet written.
 struct Set {
   engine::Why why = engine::Why::kStop;
-  std::string maps;                 // /proc/self/maps when it was collected
+  std::vector<procmaps::Line> maps;  // /proc/self/maps when it was collected
   engine::Self self;
   std::vector<engine::Part> parts;  // one per engine that had a part
   std::vector<const engine::Engine*> from;  // the engine of each part

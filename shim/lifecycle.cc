@@ -32,6 +32,7 @@
 #include "stack.h"
 #include "stackwalk.h"
 #include "stop_runner.h"
+#include "symbolize.h"
 #include "sys.h"
 #include "waits.h"
 
@@ -418,7 +419,17 @@ void main_thread_exiting() {
   if (g_threads.load() == 0) stop("pthread_exit from main");
 }
 
-void thread_creating() { g_threads.fetch_add(1); }
+void thread_creating() {
+  g_threads.fetch_add(1);
+  // Before the program's first thread of its own: from here on a stop may
+  // meet other threads, and must not be the one to load libdw (setup.cc).
+  static std::atomic<bool> libdw{false};
+  if (!libdw.exchange(true)) {
+    const bool was = heap::swap_thread_active(false);
+    symbolize::load_libdw(nullptr);  // a failure is the stop's to report, as a missing symbol
+    heap::set_thread_active(was);
+  }
+}
 
 void thread_create_failed() { g_threads.fetch_sub(1); }
 

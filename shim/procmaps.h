@@ -30,7 +30,8 @@ struct Line {
 // line means truncated text, and the rest is still worth having.
 std::vector<Line> parse(const std::string& text);
 
-// Whether [addr, addr + size) lies inside one readable line.
+// Whether [addr, addr + size) lies inside one readable line; lines in the
+// kernel's order (by address), as parse() returns them.
 bool readable(const std::vector<Line>& lines, uint64_t addr, uint64_t size);
 
 }  // namespace procmaps

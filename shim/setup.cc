@@ -29,6 +29,7 @@
 #include "snapshot.h"
 #include "stackwalk.h"
 #include "symbolize.h"
+#include "sys.h"
 #include "waits.h"
 
 namespace {
@@ -82,7 +83,12 @@ void setup(void*) {
   // zlib first: libdw needs it too, and whoever loads it first decides its
   // binding (gzip.cc loads it deep-bound).
   if (!gzip::load(&err)) fail(err);
-  if (!symbolize::load_libdw(&err)) fail(err);
+  // libdw (0.3 ms) only where a stop may meet other threads: a stop's
+  // dlopen holds the loader's locks, which those threads' unwinding takes.
+  // An image that stays single-threaded (most of a build's) loads it at its
+  // stop, and only when the symbol cache lacks an address; one that starts
+  // a thread, at its first (lifecycle::thread_creating).
+  if (!sys::single_threaded() && !symbolize::load_libdw(&err)) fail(err);
   if (cfg().heap_sample) {
     if (!heap::available(&err) || !heap::start(cfg().heap_lg_sample, &err)) fail(err);
   } else {

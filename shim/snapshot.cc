@@ -16,6 +16,7 @@
 #include "shim_thread.h"
 #include "snapshot_jobs.h"
 #include "stackwalk.h"
+#include "symbolize.h"
 #include "sys.h"
 #include "waits.h"
 
@@ -111,7 +112,10 @@ bool job(uint32_t mine) {
   return true;
 }
 
-void enter(void*) { shim_thread::enter_allocator(); }
+void enter(void*) {
+  shim_thread::enter_allocator();
+  symbolize::load_libdw(nullptr);  // now, not inside a snapshot's stop-like write (setup.cc)
+}
 
 void* worker(void* arg) {
   uint32_t mine = uint32_t(reinterpret_cast<uintptr_t>(arg));

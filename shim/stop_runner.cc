@@ -3,14 +3,19 @@
 
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include "atomic_file.h"
 #include "freeze.h"
+#include "heap.h"
 #include "own_signal.h"
 #include "recover.h"
 #include "shim_thread.h"
 #include "sigmask.h"
 #include "signals.h"
 #include "stack.h"
+#include "symbolize.h"
 #include "sys.h"
 
 namespace stop_runner {
@@ -21,6 +26,7 @@ finish::Context* g_ctx;
 void (*g_done)();
 __thread bool t_in_place;     // this thread runs a normal stop in place, bounded by a timer
 __thread bool t_stop_thread;  // this thread is a stop thread
+__thread bool t_alone;        // the in-place stop is the process's only thread's
 
 void run_finish(void*) { finish::run(*g_ctx); }
 
@@ -74,12 +80,52 @@ void in_place(void*) {
   own_signal::disarm(watchdog);
 }
 
+// The stop on the program's only thread: every signal but the watchdog's and
+// a fault's held back until it is over, as the stop thread holds them all,
+// and the thread's allocations while it runs are the shim's.
+void alone_in_place(void*) {
+  sigset_t hold, old, pending;
+  sigfillset(&hold);
+  for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, own_signal::number()}) sigdelset(&hold, s);
+  sigmask::unfiltered(SIG_SETMASK, &hold, &old);
+  sigemptyset(&pending);
+  sigpending(&pending);
+  const bool pipe_was_pending = sigismember(&pending, SIGPIPE) == 1;
+  const bool was = heap::swap_thread_active(false);
+  t_alone = true;
+  symbolize::reads_direct(true);
+  in_place(nullptr);
+  symbolize::reads_direct(false);
+  t_alone = false;
+  heap::set_thread_active(was);
+  // A SIGPIPE the stop raised (its line to a closed stderr: errline takes
+  // back only what it raised under the program's own mask, and here that
+  // mask was ours) never reaches the program's handler.
+  sigemptyset(&pending);
+  sigpending(&pending);
+  if (!pipe_was_pending && sigismember(&pending, SIGPIPE) == 1 && !sigismember(&old, SIGPIPE)) {
+    sigset_t pipe_only;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    struct timespec zero = {0, 0};
+    siginfo_t si;
+    syscall(SYS_rt_sigtimedwait, &pipe_only, &si, &zero, 8);
+  }
+  sigmask::unfiltered(SIG_SETMASK, &old, nullptr);
+}
+
 }  // namespace
 
 void normal(finish::Context& ctx, bool in_handler, void (*done)()) {
   g_ctx = &ctx, g_done = done;
-  if (!in_handler && shim_thread::spawn(stop_thread, nullptr)) return;
-  if (!stack::run_on_fresh(shim_thread::kStack, in_handler ? in_place : finish_guarded, nullptr))
+    // The process's only thread: nothing can hold a lock the stop needs, and
+  // the stop runs here. A thread started and waited for costs an image a
+  // clone, a fresh arena and two hand-overs between cores, a large part of
+  // what a short image pays for being profiled (issue 13).
+  const bool here = !in_handler && sys::single_threaded();
+  if (!in_handler && !here && shim_thread::spawn(stop_thread, nullptr)) return;
+  void (*how)(void*) = in_handler ? in_place : here ? alone_in_place : finish_guarded;
+  if (!stack::run_on_fresh(shim_thread::kStack, how, nullptr))
     finish::report_failure(ctx, "out of memory (no stack for the stop)");
   done();
 }
@@ -102,7 +148,14 @@ void fatal(finish::Context& ctx) {
 void on_watchdog() {
   // A normal stop run in place (exit() called in a signal handler): past
   // its bound it is abandoned, and the program's exit goes on.
-  if (t_in_place) recover::fail("it did not finish within PROFILE_STOP_TIMEOUT");
+  if (!t_in_place) return;
+  if (t_alone) {
+    // As a caller waiting for a stop thread would have: the half-written
+    // file removed, the timeout's line (the writer is this thread: no wait).
+    atomic_file::abandon();
+    finish::report_timeout(*g_ctx);
+  }
+  recover::fail("it did not finish within PROFILE_STOP_TIMEOUT");
 }
 
 bool on_stop_thread() { return t_stop_thread; }

@@ -346,8 +346,11 @@ void Coverage::apply(pprof::Mapping* m) const {
 }
 
 Session::Session(const std::string& maps_text, bool with_unloaded, const std::string& profile_dir)
+    : Session(procmaps::parse(maps_text), with_unloaded, profile_dir) {}
+
+Session::Session(std::vector<procmaps::Line> lines, bool with_unloaded, const std::string& profile_dir)
     : impl_(new Impl(profile_dir)) {
-  impl_->lines = procmaps::parse(maps_text);
+  impl_->lines = std::move(lines);
   impl_->find_modules();
   for (auto& m : impl_->mods) m->profile_dir = profile_dir;
   impl_->build_mappings();

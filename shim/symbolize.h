@@ -10,12 +10,19 @@
 #include <vector>
 
 #include "pprof.h"
+#include "procmaps.h"
 
 namespace symbolize {
 
-// dlopen()s libdw and resolves the functions used. Called at setup when
-// profiling is active; false with *err set if libdw is not usable.
+// dlopen()s libdw and resolves the functions used (setup.cc says when);
+// false with *err set if libdw is not usable; true at once if loaded.
 bool load_libdw(std::string* err);
+
+// While the stop runs on the process's only thread (stop_runner.h) nothing
+// can unmap memory under a read of it: the session copies loaded images'
+// headers directly, not with a system call per read (a server's forty
+// libraries took ~400 of them at each stop).
+void reads_direct(bool on);
 
 struct Result {
   int mapping = -1;                  // index into Session::mappings(), -1 if none
@@ -54,6 +61,8 @@ class Session {
   // (symbolize_cache.h), "" for none.
   explicit Session(const std::string& maps_text, bool with_unloaded = true,
                    const std::string& profile_dir = "");
+  // The same from maps already parsed (procmaps::parse).
+  Session(std::vector<procmaps::Line> lines, bool with_unloaded, const std::string& profile_dir);
   ~Session();
   // addrs are already adjusted to lie inside the instruction (return
   // addresses minus one). out gets one Result per address, same order.

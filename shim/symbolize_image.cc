@@ -35,12 +35,18 @@ std::string build_id_in_notes(const char* p, uint64_t size, uint64_t align) {
 
 }  // namespace
 
+bool g_reads_direct;
+
 // Copies [addr, addr + n) of this process's memory into buf. Through
 // process_vm_readv, which fails with EFAULT rather than faulting when another
 // thread has unmapped the range since the maps text was read (a dlclose
 // racing the stop); a plain copy only where the kernel refuses the call.
 bool read_memory(const std::vector<procmaps::Line>& lines, uint64_t addr, void* buf, size_t n) {
   if (!procmaps::readable(lines, addr, n)) return false;
+  if (g_reads_direct) {
+    std::memcpy(buf, reinterpret_cast<const void*>(addr), n);
+    return true;
+  }
   struct iovec local = {buf, n}, remote = {reinterpret_cast<void*>(addr), n};
   ssize_t r = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
   if (r == static_cast<ssize_t>(n)) return true;
@@ -143,4 +149,7 @@ std::string hex(const std::string& bytes) {
 }
 
 }  // namespace internal
+
+void reads_direct(bool on) { internal::g_reads_direct = on; }
+
 }  // namespace symbolize

@@ -14,8 +14,9 @@ namespace internal {
 
 namespace {
 
-// What the shim dlopen()s for itself (symbolize.cc, sampler.cc).
-const char* const kShimLoads[] = {"libdw.so.1"};
+// What the shim dlopen()s for itself (symbolize.cc, gzip.cc): zlib is a
+// root of its own, not only libdw's, since libdw is loaded only when needed.
+const char* const kShimLoads[] = {"libdw.so.1", "libz.so.1"};
 
 std::string base_name(const std::string& path) {
   size_t k = path.rfind('/');

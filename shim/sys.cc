@@ -11,6 +11,21 @@
 namespace sys {
 pid_t gettid() { return pid_t(syscall(SYS_gettid)); }
 
+bool single_threaded() {
+  char buf[1024];
+  int fd = int(syscall(SYS_openat, AT_FDCWD, "/proc/self/stat", O_RDONLY | O_CLOEXEC));
+  if (fd < 0) return false;
+  long n = syscall(SYS_read, fd, buf, sizeof buf - 1);
+  syscall(SYS_close, fd);
+  if (n <= 0) return false;
+  buf[n] = 0;
+  const char* p = strrchr(buf, ')');  // the name before it may hold anything
+  if (!p) return false;
+  for (int field = 2; field < 20 && *p; ++p)  // to num_threads, the 20th field
+    if (*p == ' ') ++field;
+  return p[0] == '1' && p[1] == ' ';
+}
+
 uint64_t now_ns(clockid_t clock) {
   struct timespec ts;
   if (clock_gettime(clock, &ts) != 0) return 0;

@@ -19,6 +19,10 @@ bool write_all(int fd, const void* buf, size_t n);
 void futex_wait(volatile uint32_t* word, uint32_t expect, uint64_t timeout_ns);
 void futex_wake(volatile uint32_t* word);
 
+// Whether the calling thread is the process's only one (num_threads of
+// /proc/self/stat); false when that cannot be read.
+bool single_threaded();
+
 // A whole file (a /proc file, say), "" if it cannot be opened. Not
 // signal-safe; its buffer is on the heap, so it suits a small stack.
 std::string read_file(const char* path);
