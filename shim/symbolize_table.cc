@@ -14,7 +14,7 @@
 //   magic, str build ID, u8 DWARF found, witnesses (as in an entry),
 //   u32 symbols, each: u64 start, u64 end (relative to the module's first
 //   mapping), u32 name (offset in the names), str names (each NUL-ended),
-//   u64 checksum of everything before it.
+//   u64 cache::checksum of everything before it.
 // Not signal-safe: runs at the stop, on the stop's thread.
 #include <string.h>
 
@@ -28,22 +28,6 @@ namespace {
 
 constexpr char kMagic[8] = {'P', 'S', 'S', 'Y', 'M', 'T', '1', '\n'};
 constexpr uint32_t kMaxSymbols = 1u << 22;
-
-// Eight bytes a step (a table is ~2 MB for cc1plus: a byte-wise FNV-1a
-// over it would cost a good part of what the table saves); guards against
-// damage, not against an adversary (the directory is this user's alone).
-uint64_t checksum(const char* p, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ull ^ n;
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t w;
-    memcpy(&w, p + i, 8);
-    h = (h ^ w) * 0x100000001b3ull;
-    h ^= h >> 29;
-  }
-  for (; i < n; ++i) h = (h ^ static_cast<unsigned char>(p[i])) * 0x100000001b3ull;
-  return h;
-}
 
 void put(std::string* out, const void* p, size_t n) { out->append(static_cast<const char*>(p), n); }
 void put32(std::string* out, uint32_t v) { put(out, &v, 4); }
@@ -87,7 +71,7 @@ std::string encode_table(const ModInfo& mi, uint64_t base) {
   }
   put32(&out, static_cast<uint32_t>(names.size()));
   out += names;
-  put64(&out, checksum(out.data(), out.size()));
+  put64(&out, cache::checksum(out.data(), out.size()));
   return out;
 }
 
@@ -96,7 +80,7 @@ bool decode_table(const std::string& bytes, uint64_t base, ModInfo* mi) {
   uint64_t sum;
   memcpy(&sum, bytes.data() + bytes.size() - 8, 8);
   const size_t end = bytes.size() - 8;
-  if (sum != checksum(bytes.data(), end)) return false;
+  if (sum != cache::checksum(bytes.data(), end)) return false;
   In r{bytes, sizeof kMagic};
   const uint32_t id_len = r.u32();
   if (!r.ok || id_len != mi->build_id.size() || id_len > end - r.pos ||
