@@ -83,6 +83,24 @@ def test_inert_maps_nothing_beyond_the_shim(ctx):
           "profiled, the process should map libz and libdw: %s\n%s" % (sorted(a), active.describe()))
 
 
+def test_libdw_loaded_only_where_a_stop_may_need_it_among_threads(ctx):
+    """libdw is loaded at the stop of a single-threaded image (and only when
+    the symbol cache lacks an address), but before the first thread of one
+    that starts threads (docs/DESIGN.md): while main runs, the one maps zlib
+    and not libdw, the other both. Either way the profiles are named."""
+    for argv, want_libdw in ((["maps_after_threads", "nothreads"], False), (["maps_after_threads"], True)):
+        d = ctx.mkdtemp("prof")
+        r = ctx.run(argv, PROFILE_DIR=d)
+        check(r.rc == 0, "%s failed\n%s" % (argv, r.describe()))
+        m = _mapped_files(r)
+        has_dw = any("libdw" in f for f in m)
+        check(any("libz.so" in f for f in m), "%s: active, zlib should be mapped at setup: %s" % (argv, sorted(m)))
+        check(has_dw == want_libdw, "%s: libdw %s while main ran, want %s:\n%s" % (
+            argv, "mapped" if has_dw else "not mapped", "mapped" if want_libdw else "not mapped", sorted(m)))
+        top = ctx.top(os.path.join(d, "run.heap.pprof"), "alloc_space")
+        check("churn" in top, "%s: the heap profile does not name churn:\n%s" % (argv, top))
+
+
 def _expect_setup_error(ctx, what, mentions=None, **vars):
     cwd = ctx.mkdtemp("cwd")
     r = ctx.run(["hello"], cwd=cwd, **vars)

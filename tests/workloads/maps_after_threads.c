@@ -2,7 +2,8 @@
 // path a line) after running 8 threads that each allocate and free across
 // jemalloc's size classes (heap-sample intervals drawn, tcaches made and
 // destroyed), and after a stdio line, a qsort and a strtod: the first use of
-// whatever a preloaded library could load lazily.
+// whatever a preloaded library could load lazily. With "nothreads" it starts
+// no thread (the churn runs on the main thread).
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,11 +21,15 @@ static void* churn(void* arg) {
 
 static int cmp(const void* a, const void* b) { return *(const int*)a - *(const int*)b; }
 
-int main(void) {
-  pthread_t t[8];
-  for (size_t i = 0; i < 8; i++)
-    if (pthread_create(&t[i], NULL, churn, (void*)i) != 0) return 2;
-  for (int i = 0; i < 8; i++) pthread_join(t[i], NULL);
+int main(int argc, char** argv) {
+  if (argc > 1 && strcmp(argv[1], "nothreads") == 0) {
+    for (size_t i = 0; i < 8; i++) churn((void*)i);
+  } else {
+    pthread_t t[8];
+    for (size_t i = 0; i < 8; i++)
+      if (pthread_create(&t[i], NULL, churn, (void*)i) != 0) return 2;
+    for (int i = 0; i < 8; i++) pthread_join(t[i], NULL);
+  }
   int v[4] = {3, 1, 2, 0};
   qsort(v, 4, sizeof v[0], cmp);
   fprintf(stderr, "maps_after_threads: %d %g\n", v[0], strtod("2.5", NULL));
