@@ -292,12 +292,7 @@ Result Session::Impl::resolve(uint64_t pc) {
       r.inlines_known = hit->inlines_known;
       return r;
     }
-  if (keep && internal::table_names_it(store.dir(false), mods[m].get())) {  // no DWARF: no libdw
-    internal::symbol_frames(mods[m].get(), pc, &names, &r.frames);
-    store.note_lookup(true);
-    store.add(m, rel, r);
-    return r;
-  }
+  if (keep && internal::name_from_table(&store, m, mods[m].get(), pc, &names, &r)) return r;  // without libdw
   open_dwfl();
   if (!dwfl) return r;
   Dwfl_Module* mod = dw().dwfl_addrmodule(dwfl, pc);
@@ -390,12 +385,7 @@ size_t Session::lookup(const std::vector<uint64_t>& addrs, std::vector<Result>* 
   return skipped;
 }
 
-void Session::keep() {
-  impl_->store.flush(impl_->mods);
-  for (size_t m = 0; m < impl_->mods.size(); ++m)
-    if (impl_->cacheable(static_cast<int>(m)) && impl_->mods[m]->syms_loaded && !impl_->mods[m]->syms_from_table)
-      internal::table_to_cache(impl_->store.dir(true), impl_->mods[m]->low, *impl_->mods[m]);
-}
+void Session::keep() { impl_->store.flush(impl_->mods); }
 
 const CacheStats& Session::cache_stats() const { return impl_->store.stats(); }
 

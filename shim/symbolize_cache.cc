@@ -264,6 +264,7 @@ const Result* Store::find(size_t m, const std::string& build_id, uint64_t rel) {
   dir(false);
   if (mods_.size() <= m) mods_.resize(m + 1);
   Module& k = mods_[m];
+  k.asked = true;
   if (!k.read && !dir_.empty()) {
     k.read = true;
     std::string bytes;
@@ -294,6 +295,10 @@ void Store::flush(const std::vector<std::unique_ptr<internal::ModInfo>>& mods) {
   for (size_t m = 0; m < mods_.size() && m < mods.size(); ++m) {
     Module& k = mods_[m];
     const internal::ModInfo& mi = *mods[m];
+    // Its symbols, if libdw loaded them (a module asked of the cache: one
+    // that can be kept).
+    if (k.asked && mi.syms_loaded && !mi.syms_from_table && !dir(true).empty())
+      internal::table_to_cache(dir_, mi.low, mi);
     if (k.fresh.empty() || !mi.cache_ok) continue;
     if (dir(true).empty()) return;
     std::vector<Witness> now = mi.witnesses;

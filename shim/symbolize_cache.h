@@ -139,7 +139,7 @@ class Store {
 
  private:
   struct Module {
-    bool read = false, usable = false;
+    bool asked = false, read = false, usable = false;
     Parsed entry;
     std::unordered_map<uint64_t, Result> hits, fresh;
   };

@@ -143,6 +143,14 @@ bool table_names_it(const std::string& dir, ModInfo* mi) {
   return mi->syms_from_table && !mi->table_dwarf;
 }
 
+bool name_from_table(cache::Store* store, size_t m, ModInfo* mi, uint64_t pc, Names* names, Result* r) {
+  if (!table_names_it(store->dir(false), mi)) return false;
+  symbol_frames(mi, pc, names, &r->frames);
+  store->note_lookup(true);
+  store->add(m, pc - mi->low, *r);
+  return true;
+}
+
 std::string table_to_cache(const std::string& dir, uint64_t base, const ModInfo& mi) {
   if (dir.empty() || mi.build_id.empty() || !mi.syms_loaded || mi.syms_from_table || !mi.dwarf.tried ||
       !mi.cache_ok || mi.vdso || mi.syms.size() > kMaxSymbols)
