@@ -32,7 +32,6 @@ constexpr size_t kMaxFile = size_t(64) << 20;  // a file past this is not ours, 
 constexpr size_t kMaxResults = 200000;         // an entry stops growing here
 constexpr char kDirName[] = ".profshim-symbols";
 
-
 struct Writer {
   std::string out;
   void raw(const void* p, size_t n) { out.append(static_cast<const char*>(p), n); }
