@@ -309,6 +309,7 @@ Result Session::Impl::resolve(uint64_t pc) {
       r.inlines_known = hit->inlines_known;
       return r;
     }
+  if (keep && internal::name_from_table(&store, m, mods[m].get(), pc, &names, &r)) return r;  // without libdw
   open_dwfl();
   if (!dwfl) return r;
   Dwfl_Module* mod = dw().dwfl_addrmodule(dwfl, pc);

@@ -37,6 +37,7 @@ struct Coverage {
 struct CacheStats {
   uint64_t cached = 0;      // from the symbol cache
   uint64_t looked_up = 0;   // with libdw (the rest had no mapping, or were unloaded code)
+  uint64_t from_table = 0;  // of those, named from a module's kept symbol table, libdw not needed
   uint64_t rejected = 0;    // cache entries not used: corrupt, or their files changed
   uint64_t stored = 0;      // cache entries written
 };

@@ -1,12 +1,14 @@
 // symbolize_cache: see symbolize_cache.h. The format is the shim's own, read
 // only by the shim of the same version (a version of another layout is a
 // corrupt entry, never a guess):
-//   "PSSYMC1\n", u32 build ID length, build ID,
+//   "PSSYMC2\n", u32 build ID length, build ID,
 //   u32 witnesses, each: str path, u8 present, u64 dev ino size, i64 mtime ctime,
 //   u32 strings, each: str,
 //   u32 results, each: u64 address, u8 inlines_known, u32 frames,
 //     each frame: u32 name, u32 system_name, u32 file (string numbers), i64 line, i64 start_line,
-//   u64 FNV-1a of everything before it.
+//   u64 checksum() of everything before it.
+// The results are in no particular order (an entry grows by appending:
+// symbolize_entry.cc), one per address.
 // str: u32 length, bytes. Integers little-endian, as the machine writes them.
 #include "symbolize_cache.h"
 
@@ -26,16 +28,9 @@ namespace symbolize {
 namespace cache {
 namespace {
 
-constexpr char kMagic[8] = {'P', 'S', 'S', 'Y', 'M', 'C', '1', '\n'};
 constexpr size_t kMaxFile = size_t(64) << 20;  // a file past this is not ours, or not sane
 constexpr size_t kMaxResults = 200000;         // an entry stops growing here
 constexpr char kDirName[] = ".profshim-symbols";
-
-uint64_t fnv1a(const char* p, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<unsigned char>(p[i])) * 0x100000001b3ull;
-  return h;
-}
 
 struct Writer {
   std::string out;
@@ -86,7 +81,9 @@ std::string entry_path(const std::string& dir, const std::string& build_id) {
   return dir + "/" + internal::hex(build_id) + ".sym";
 }
 
-bool read_all(const std::string& path, std::string* out, bool* absent) {
+}  // namespace
+
+bool read_whole(const std::string& path, std::string* out, bool* absent) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
   *absent = fd < 0 && errno == ENOENT;
   if (fd < 0) return false;
@@ -106,8 +103,6 @@ bool read_all(const std::string& path, std::string* out, bool* absent) {
   close(fd);
   return ok;
 }
-
-}  // namespace
 
 bool Witness::operator==(const Witness& o) const {
   return path == o.path && present == o.present && dev == o.dev && ino == o.ino && size == o.size &&
@@ -131,90 +126,66 @@ void normalize(std::vector<Witness>* w) {
            w->end());
 }
 
-std::string encode(const Entry& e) {
+void put_witnesses(std::string* out, const std::vector<Witness>& ws) {
   Writer w;
-  w.raw(kMagic, sizeof kMagic);
-  w.str(e.build_id);
-  w.u32(static_cast<uint32_t>(e.witnesses.size()));
-  for (const Witness& x : e.witnesses) {
+  w.u32(static_cast<uint32_t>(ws.size()));
+  for (const Witness& x : ws) {
     w.str(x.path);
     w.u8(x.present);
     w.u64(x.dev), w.u64(x.ino), w.u64(x.size);
     w.u64(uint64_t(x.mtime_ns)), w.u64(uint64_t(x.ctime_ns));
   }
-  // Names and files repeat across addresses: each string once.
-  std::unordered_map<std::string, uint32_t> index;
-  std::vector<const std::string*> strings;
-  auto intern = [&](const std::string& s) {
-    auto it = index.emplace(s, static_cast<uint32_t>(strings.size()));
-    if (it.second) strings.push_back(&it.first->first);
-    return it.first->second;
-  };
-  std::vector<std::pair<uint64_t, const Result*>> sorted;
-  for (const auto& r : e.results) sorted.emplace_back(r.first, &r.second);
-  std::sort(sorted.begin(), sorted.end());
-  Writer body;
-  body.u32(static_cast<uint32_t>(sorted.size()));
-  for (const auto& r : sorted) {
-    body.u64(r.first);
-    body.u8(r.second->inlines_known);
-    body.u32(static_cast<uint32_t>(r.second->frames.size()));
-    for (const pprof::Frame& f : r.second->frames) {
-      body.u32(intern(f.name)), body.u32(intern(f.system_name)), body.u32(intern(f.file));
-      body.u64(uint64_t(f.line)), body.u64(uint64_t(f.start_line));
-    }
-  }
-  w.u32(static_cast<uint32_t>(strings.size()));
-  for (const std::string* s : strings) w.str(*s);
-  w.out += body.out;
-  w.u64(fnv1a(w.out.data(), w.out.size()));
-  return w.out;
+  *out += w.out;
 }
 
-bool decode(const std::string& bytes, Entry* out) {
-  if (bytes.size() < sizeof kMagic + 8 || memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) return false;
-  uint64_t sum;
-  memcpy(&sum, bytes.data() + bytes.size() - 8, 8);
-  if (sum != fnv1a(bytes.data(), bytes.size() - 8)) return false;
-  const std::string body = bytes.substr(0, bytes.size() - 8);
-  Reader r{body};
-  r.pos = sizeof kMagic;
-  Entry e;
-  e.build_id = r.str();
+bool get_witnesses(const std::string& in, size_t* pos, std::vector<Witness>* out) {
+  Reader r{in};
+  r.pos = *pos;
   for (uint32_t n = r.count(4 + 1 + 5 * 8); n-- > 0 && r.ok;) {
     Witness w;
     w.path = r.str();
     w.present = r.u8() != 0;
     w.dev = r.u64(), w.ino = r.u64(), w.size = r.u64();
     w.mtime_ns = int64_t(r.u64()), w.ctime_ns = int64_t(r.u64());
-    e.witnesses.push_back(std::move(w));
+    out->push_back(std::move(w));
   }
-  std::vector<std::string> strings(r.count(4));
-  for (auto& s : strings) s = r.str();
-  for (uint32_t n = r.count(8 + 1 + 4); n-- > 0 && r.ok;) {
-    uint64_t addr = r.u64();
-    Result res;
-    res.inlines_known = r.u8() != 0;
-    for (uint32_t k = r.count(3 * 4 + 2 * 8); k-- > 0 && r.ok;) {
-      uint32_t name = r.u32(), system_name = r.u32(), file = r.u32();
-      if (name >= strings.size() || system_name >= strings.size() || file >= strings.size()) return false;
-      pprof::Frame f;
-      f.name = strings[name], f.system_name = strings[system_name], f.file = strings[file];
-      f.line = int64_t(r.u64()), f.start_line = int64_t(r.u64());
-      res.frames.push_back(std::move(f));
-    }
-    if (!e.results.emplace(addr, std::move(res)).second) return false;  // one result per address
+  *pos = r.pos;
+  return r.ok;
+}
+
+uint64_t checksum(const char* p, size_t n) {
+  uint64_t h = 0xcbf29ce484222325ull ^ n;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    memcpy(&w, p + i, 8);
+    h = (h ^ w) * 0x100000001b3ull;
+    h ^= h >> 29;
   }
-  if (!r.ok || r.pos != body.size()) return false;
+  for (; i < n; ++i) h = (h ^ static_cast<unsigned char>(p[i])) * 0x100000001b3ull;
+  return h;
+}
+
+std::string encode(const Entry& e) { return merge(e.build_id, e.witnesses, nullptr, e.results); }
+
+bool decode(const std::string& bytes, Entry* out) {
+  Parsed p;
+  if (!parse(bytes, &p)) return false;
+  Entry e;
+  e.build_id = p.build_id;
+  e.witnesses = p.witnesses;
+  for (const auto& x : p.index) p.result(x.first, &e.results[x.first]);
   *out = std::move(e);
   return true;
 }
 
-bool current(const Entry& e) {
-  for (const Witness& w : e.witnesses)
+bool current(const std::vector<Witness>& ws) {
+  for (const Witness& w : ws)
     if (!(observe(w.path) == w)) return false;
   return true;
 }
+
+bool current(const Entry& e) { return current(e.witnesses); }
 
 std::string dir_of(const std::string& profile_dir) { return profile_dir + "/" + kDirName; }
 
@@ -235,7 +206,7 @@ std::string prepare_dir(const std::string& profile_dir, bool create, std::string
 Load load(const std::string& dir, const std::string& build_id, Entry* out) {
   std::string bytes;
   bool absent = false;
-  if (!read_all(entry_path(dir, build_id), &bytes, &absent)) return absent ? Load::kAbsent : Load::kCorrupt;
+  if (!read_whole(entry_path(dir, build_id), &bytes, &absent)) return absent ? Load::kAbsent : Load::kCorrupt;
   Entry e;
   if (!decode(bytes, &e) || e.build_id != build_id) return Load::kCorrupt;
   if (!current(e)) return Load::kStale;
@@ -245,12 +216,16 @@ Load load(const std::string& dir, const std::string& build_id, Entry* out) {
 
 std::string store(const std::string& dir, const Entry& e) {
   if (e.build_id.empty() || e.results.size() > kMaxResults) return "";
-  const std::string bytes = encode(e), target = entry_path(dir, e.build_id);
+  return write_whole(dir, internal::hex(e.build_id) + ".sym", encode(e));
+}
+
+std::string write_whole(const std::string& dir, const std::string& name, const std::string& bytes) {
+  const std::string target = dir + "/" + name;
   uint64_t r = 0;
   if (getrandom(&r, sizeof r, GRND_NONBLOCK) != sizeof r) r = uint64_t(getpid()) * 0x9e3779b97f4a7c15ull;
   char suffix[64];
   snprintf(suffix, sizeof suffix, ".tmp.%d.%016llx", int(getpid()), static_cast<unsigned long long>(r));
-  const std::string tmp = dir + "/." + internal::hex(e.build_id) + suffix;
+  const std::string tmp = dir + "/." + name + suffix;
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) return "cannot create " + tmp + ": " + strerror(errno);
   size_t off = 0;
@@ -273,23 +248,40 @@ std::string store(const std::string& dir, const Entry& e) {
   return "";
 }
 
-const Result* Store::find(size_t m, const std::string& build_id, uint64_t rel) {
-  if (profile_dir_.empty()) return nullptr;
+const std::string& Store::dir(bool create) {
+  if (profile_dir_.empty()) return dir_;
   if (!tried_) {  // read from it if it is there; made only to write to it
     tried_ = true;
     error_ = prepare_dir(profile_dir_, false, &dir_);
   }
+  if (create && dir_.empty() && error_.empty()) error_ = prepare_dir(profile_dir_, true, &dir_);
+  return dir_;
+}
+
+const Result* Store::find(size_t m, const std::string& build_id, uint64_t rel) {
+  if (profile_dir_.empty()) return nullptr;
+  dir(false);
   if (mods_.size() <= m) mods_.resize(m + 1);
   Module& k = mods_[m];
+  k.asked = true;
   if (!k.read && !dir_.empty()) {
     k.read = true;
-    const Load l = load(dir_, build_id, &k.entry);
-    k.usable = l == Load::kUsed;
-    if (l == Load::kCorrupt || l == Load::kStale) ++stats_.rejected;
-    if (!k.usable) k.entry = Entry();
+    std::string bytes;
+    bool absent = false;
+    if (read_whole(entry_path(dir_, build_id), &bytes, &absent)) {
+      k.usable = parse(std::move(bytes), &k.entry) && k.entry.build_id == build_id && current(k.entry.witnesses);
+      stats_.rejected += !k.usable;
+    } else if (!absent) {
+      ++stats_.rejected;
+    }
+    if (!k.usable) k.entry = Parsed();
   }
-  auto hit = k.entry.results.find(rel);
-  if (hit == k.entry.results.end()) return nullptr;
+  auto hit = k.hits.find(rel);
+  if (hit == k.hits.end()) {
+    Result r;
+    if (!k.entry.result(rel, &r)) return nullptr;
+    hit = k.hits.emplace(rel, std::move(r)).first;
+  }
   ++stats_.cached;
   return &hit->second;
 }
@@ -302,22 +294,30 @@ void Store::flush(const std::vector<std::unique_ptr<internal::ModInfo>>& mods) {
   for (size_t m = 0; m < mods_.size() && m < mods.size(); ++m) {
     Module& k = mods_[m];
     const internal::ModInfo& mi = *mods[m];
+    // Its symbols, if libdw loaded them (a module asked of the cache: one
+    // that can be kept).
+    if (k.asked && mi.syms_loaded && !mi.syms_from_table && !dir(true).empty())
+      internal::table_to_cache(dir_, mi.low, mi);
     if (k.fresh.empty() || !mi.cache_ok) continue;
-    if (dir_.empty()) {
-      if (!error_.empty()) return;
-      error_ = prepare_dir(profile_dir_, true, &dir_);
-      if (dir_.empty()) return;
+    if (dir(true).empty()) return;
+    std::vector<Witness> now = mi.witnesses;
+    normalize(&now);
+    // The entry as it is on disk now: the one read, unless another image
+    // has written it since.
+    std::string bytes;
+    bool absent = false, have = false;
+    Parsed disk;
+    if (read_whole(entry_path(dir_, mi.build_id), &bytes, &absent)) {
+      if (k.usable && bytes == k.entry.bytes)
+        disk = std::move(k.entry), have = true;
+      else
+        have = parse(std::move(bytes), &disk) && disk.build_id == mi.build_id && current(disk.witnesses);
     }
-    Entry now;
-    now.build_id = mi.build_id;
-    now.witnesses = mi.witnesses;
-    normalize(&now.witnesses);
-    Entry disk;
-    if (load(dir_, mi.build_id, &disk) == Load::kUsed && disk.witnesses == now.witnesses)
-      now.results = std::move(disk.results);
-    for (auto& f : k.fresh) now.results[f.first] = std::move(f.second);
+    have = have && disk.witnesses == now;
+    if ((have ? disk.index.size() : 0) + k.fresh.size() > kMaxResults) continue;
+    const std::string err = write_whole(dir_, internal::hex(mi.build_id) + ".sym",
+                                        merge(mi.build_id, now, have ? &disk : nullptr, k.fresh));
     k.fresh.clear();
-    const std::string err = store(dir_, now);
     if (err.empty())
       ++stats_.stored;
     else if (error_.empty())

@@ -46,6 +46,14 @@ struct Entry {
   std::unordered_map<uint64_t, Result> results;  // by address - the module's first mapping
 };
 
+// An entry's first bytes; the version is part of them.
+constexpr char kEntryMagic[8] = {'P', 'S', 'S', 'Y', 'M', 'C', '2', '\n'};
+// The files' checksum, eight bytes a step (byte-wise FNV-1a over a 2 MB
+// symbol table cost a good part of what it saves): any one changed word
+// changes it; it guards against damage, not against an adversary (the
+// directory is this user's alone).
+uint64_t checksum(const char* p, size_t n);
+
 // Sorts the witnesses and keeps one per path (the first observed).
 void normalize(std::vector<Witness>* w);
 
@@ -55,6 +63,23 @@ bool decode(const std::string& bytes, Entry* out);
 
 // Whether every witness still says what it said.
 bool current(const Entry& e);
+bool current(const std::vector<Witness>& w);
+
+// An entry's bytes, checked whole as decode() checks them, its results
+// indexed by address and unpacked one at a time (symbolize_entry.cc).
+struct Parsed {
+  std::string bytes, build_id;
+  std::vector<Witness> witnesses;
+  std::vector<std::pair<uint32_t, uint32_t>> strings;  // offset and length of each in bytes
+  std::vector<std::pair<uint64_t, uint32_t>> index;    // address, offset of its result; sorted
+  size_t strings_at = 0, results_at = 0;  // the first string; the results' count
+  bool result(uint64_t addr, Result* out) const;
+};
+bool parse(std::string bytes, Parsed* out);
+// An entry's bytes: old's (if any) with fresh's results that old lacks
+// appended, under these witnesses.
+std::string merge(const std::string& build_id, const std::vector<Witness>& witnesses, const Parsed* old,
+                  const std::unordered_map<uint64_t, Result>& fresh);
 
 // PROFILE_DIR/.profshim-symbols.
 std::string dir_of(const std::string& profile_dir);
@@ -70,6 +95,16 @@ Load load(const std::string& dir, const std::string& build_id, Entry* out);
 
 // Writes e atomically under its build ID; "" or why not.
 std::string store(const std::string& dir, const Entry& e);
+
+// For the other files the cache keeps (symbolize_table.cc): witnesses in an
+// entry's layout (get_* reads from *pos, bounds-checked, and moves it on);
+// a whole regular file, not followed if a link (false, *absent when there
+// is none); bytes written to dir/name through a temporary renamed into
+// place ("" or why not).
+void put_witnesses(std::string* out, const std::vector<Witness>& w);
+bool get_witnesses(const std::string& in, size_t* pos, std::vector<Witness>* out);
+bool read_whole(const std::string& path, std::string* out, bool* absent);
+std::string write_whole(const std::string& dir, const std::string& name, const std::string& bytes);
 
 }  // namespace cache
 namespace internal {
@@ -88,7 +123,13 @@ class Store {
   const Result* find(size_t m, const std::string& build_id, uint64_t rel);
   // A result of module m looked up with libdw, to keep.
   void add(size_t m, uint64_t rel, const Result& r);
-  void note_lookup() { ++stats_.looked_up; }
+  void note_lookup(bool from_table = false) {
+    ++stats_.looked_up;
+    stats_.from_table += from_table;
+  }
+  // The cache directory, made if need be (create); "" when there is none
+  // to use.
+  const std::string& dir(bool create);
   // Each module's new results added to its entry as it is on disk now
   // (another image may have written it since it was read) if that entry was
   // made from the same files, else alone.
@@ -98,9 +139,9 @@ class Store {
 
  private:
   struct Module {
-    bool read = false, usable = false;
-    Entry entry;
-    std::unordered_map<uint64_t, Result> fresh;
+    bool asked = false, read = false, usable = false;
+    Parsed entry;
+    std::unordered_map<uint64_t, Result> hits, fresh;
   };
   std::string profile_dir_, dir_, error_;
   bool tried_ = false;

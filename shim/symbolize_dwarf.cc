@@ -328,5 +328,12 @@ bool module_frames(Dwfl_Module* mod, ModInfo* mi, uint64_t pc, Names* names,
   return false;
 }
 
+void symbol_frames(ModInfo* mi, uint64_t pc, Names* names, std::vector<pprof::Frame>* out) {
+  if (const FuncSym* sym = find_symbol(mi->syms, pc)) {
+    out->emplace_back();
+    name_from_symbol(*sym, names, &out->back());
+  }
+}
+
 }  // namespace internal
 }  // namespace symbolize

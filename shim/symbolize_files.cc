@@ -128,7 +128,8 @@ int open_debug_candidate(const std::string& path, const struct stat* main_st, co
 // file (debug info inside the binary itself wins over all: libdwfl looks
 // there before calling this):
 //   1. /usr/lib/debug/.build-id/xx/yyyy.debug, xx/yyyy being the build ID in
-//      hex (dwfl_build_id_find_debuginfo; it finds a dwz alt file by its ID);
+//      hex (opened here; dwfl_build_id_find_debuginfo finds a dwz alt file
+//      by its ID);
 //   2. DIR/LINK, 3. DIR/.debug/LINK, 4. /usr/lib/debug/DIR/LINK, where DIR is
 //      the binary's directory and LINK its .gnu_debuglink name; a file found
 //      by name is used only if its build ID is the module's.
@@ -138,10 +139,27 @@ int open_debug_candidate(const std::string& path, const struct stat* main_st, co
 int find_debuginfo(Dwfl_Module* mod, void** userdata, const char* modname, Dwarf_Addr base,
                    const char* file_name, const char* link, GElf_Word crc, char** debug_name) {
   auto* mi = userdata ? static_cast<ModInfo*>(*userdata) : nullptr;
-  if (mi && crc != 0) witness(mi, build_id_debug_path(mi->build_id));
+  if (mi && crc != 0) {
+    // Step 1 by hand: dwfl_build_id_find_debuginfo opens the file as the
+    // module's debug ELF itself, and libdwfl then reads that one whatever
+    // descriptor this returns -- the inflated copy went unread, and libdw
+    // inflated libc6-dbg's sections in every image (35-40 ms).
+    const std::string p = build_id_debug_path(mi->build_id);
+    witness(mi, p);
+    int fd = p.empty() ? -1 : open_debug_candidate(p, nullptr, mi->build_id, mi);
+    if (fd >= 0) {
+      char* real = realpath(p.c_str(), nullptr);  // as libdwfl names it: a dwz link is relative to it
+      *debug_name = real ? real : strdup(p.c_str());
+      witness(mi, *debug_name);
+      return use_inflated(fd, mi);
+    }
+  }
+  // (libdwfl's own step 1 looks at the same path: called for a dwz file,
+  // and for a module whose build ID is not known here.)
+  const bool looked = mi && crc != 0 && !mi->build_id.empty();
   if (mi && crc == 0 && link && link[0] == '/') witness(mi, link);  // a dwz file, named by its path
-  int fd = dw().dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name, link, crc,
-                                             debug_name);
+  int fd = looked ? -1 : dw().dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name, link,
+                                                            crc, debug_name);
   if (fd >= 0 && *debug_name) witness(mi, *debug_name);
   // crc == 0 is libdwfl asking for a dwz alt file, which has no debuglink
   // (and another build ID than the module's: never inflated under its name).

@@ -96,6 +96,12 @@ struct ModInfo {
   std::vector<char> image;  // the [vdso]'s bytes, for elf_memory
   bool syms_loaded = false;
   std::vector<FuncSym> syms;  // sorted by start, one per start
+  // The symbols came from the symbol cache's table (symbolize_table.cc):
+  // their names are in table_names, and table_dwarf says whether libdw
+  // found DWARF for the module (without it, the table alone names it).
+  bool table_tried = false, syms_from_table = false;
+  bool table_dwarf = false;
+  std::string table_names;
   DwarfState dwarf;
   // The files libdw's callbacks opened or looked for, for the symbol cache;
   // false when one could not be opened for a reason that may pass (no
@@ -157,6 +163,24 @@ void fill_callbacks(Dwfl_Callbacks* cb);
 // closed), else fd itself.
 int use_inflated(int fd, ModInfo* mi);
 
+// --- symbolize_table.cc: a module's function symbols in the symbol cache ---
+
+// The table's bytes (relative to base, the module's first mapping), and
+// back into *mi (syms, table_names, table_dwarf, witnesses): false when
+// anything is wrong with them or they are another module's.
+std::string encode_table(const ModInfo& mi, uint64_t base);
+bool decode_table(const std::string& bytes, uint64_t base, ModInfo* mi);
+// mi's table from dir if there is one, intact and current (its witnesses
+// still say the same): then mi's symbols are loaded, and true.
+bool table_from_cache(const std::string& dir, uint64_t base, ModInfo* mi);
+// Whether mi is to be named from its table alone: its symbols are (or are
+// now) the table's, and libdw found no DWARF for it.
+bool table_names_it(const std::string& dir, ModInfo* mi);
+// If so, *r gets pc's frames from it, kept in store as module m's, and true.
+bool name_from_table(cache::Store* store, size_t m, ModInfo* mi, uint64_t pc, Names* names, Result* r);
+// Writes mi's table, loaded through libdw and its DWARF looked for, to dir.
+std::string table_to_cache(const std::string& dir, uint64_t base, const ModInfo& mi);
+
 // --- symbolize_names.cc: the names of functions known from DWARF ---
 
 // The name of the function of a subprogram or inlined-call DIE, as the
@@ -193,6 +217,9 @@ std::string join_path(const std::string& dir, const std::string& file);
 // so that its inlined calls, if any, are among the frames.
 bool module_frames(Dwfl_Module* mod, ModInfo* mi, uint64_t pc, Names* names,
                    std::vector<pprof::Frame>* out);
+// The same for a module libdw found no DWARF for, from its loaded symbols
+// alone (without libdw).
+void symbol_frames(ModInfo* mi, uint64_t pc, Names* names, std::vector<pprof::Frame>* out);
 
 }  // namespace internal
 }  // namespace symbolize
