@@ -1,0 +1,61 @@
+// symbolize_libdw: elfutils' libdw, dlopen()ed (RTLD_LOCAL) when profiling
+// needs it (setup.cc says when), and the table of its functions the
+// symbolizer calls through (symbolize_internal.h).
+#include <dlfcn.h>
+#include <time.h>
+
+#include <atomic>
+#include <string>
+
+#include "symbolize.h"
+#include "symbolize_internal.h"
+
+namespace symbolize {
+namespace internal {
+
+static Dw g_dw;
+static std::atomic<int> g_dw_state{0};  // 0: not loaded, 1: being loaded, 2: loaded
+const Dw& dw() { return g_dw; }
+
+}  // namespace internal
+
+bool load_libdw(std::string* err) {
+  // The snapshot worker, a program thread's first pthread_create and a stop
+  // may ask at once: one loads, the others wait for it (a dlopen takes a
+  // fraction of a millisecond; at most 2 s).
+  for (int waited = 0;; ++waited) {
+    int state = internal::g_dw_state.load(std::memory_order_acquire);
+    if (state == 2) return true;
+    if (state == 0 && internal::g_dw_state.compare_exchange_strong(state, 1)) break;
+    if (waited == 2000) {
+      if (err) *err = "libdw.so.1 was still being loaded by another thread after 2 s";
+      return false;
+    }
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, nullptr);
+  }
+  void* h = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    if (err) *err = std::string("cannot load libdw.so.1 (Debian package libdw1): ") + dlerror();
+    internal::g_dw_state.store(0);
+    return false;
+  }
+  internal::Dw t;
+  const char* missing = nullptr;
+#define PROFSHIM_DW_LOAD(f)                                        \
+  t.f = reinterpret_cast<decltype(t.f)>(dlsym(h, #f));            \
+  if (!t.f && !missing) missing = #f;
+  PROFSHIM_DW_FUNCTIONS(PROFSHIM_DW_LOAD)
+#undef PROFSHIM_DW_LOAD
+  if (missing) {
+    if (err) *err = std::string("libdw.so.1 has no ") + missing + " (elfutils too old?)";
+    dlclose(h);
+    internal::g_dw_state.store(0);
+    return false;
+  }
+  internal::g_dw = t;
+  internal::g_dw_state.store(2, std::memory_order_release);
+  return true;
+}
+
+}  // namespace symbolize
