@@ -28,7 +28,6 @@ __thread bool t_in_place;     // this thread runs a normal stop in place, bounde
 __thread bool t_stop_thread;  // this thread is a stop thread
 __thread bool t_alone;        // the in-place stop is the process's only thread's
 __thread int t_watchdog;      // the in-place stop's watchdog timer
-__thread int t_deferred;      // times it found the stop inside the allocator, loader or libc
 
 void run_finish(void*) { finish::run(*g_ctx); }
 
@@ -76,7 +75,6 @@ void in_place(void*) {
   // block it (one on its alternate stack).
   unblock_own_signal();
   t_watchdog = arm_watchdog();
-  t_deferred = 0;
   t_in_place = true;
   finish_guarded();
   own_signal::disarm(t_watchdog);  // first: a watchdog from here on finds no stop
@@ -138,9 +136,9 @@ bool on_watchdog(void* uc) {
   // Not from inside the allocator, the loader or libc: a lock left held
   // there would hang the program's next malloc or its exit. A moment later,
   // when the stop's own code has the thread again (such calls take
-  // microseconds; after 2 s of them the stop is left wherever it is).
-  if (t_deferred < 2000 && stackwalk::holds_program_locks(uc)) {
-    ++t_deferred;
+  // microseconds); 250 ms past the bound (a process starved of CPU gets few
+  // moments) the stop is left wherever it is.
+  if (sys::now_ns(CLOCK_MONOTONIC) < g_ctx->deadline_mono_ns + 250000000ull && stackwalk::holds_program_locks(uc)) {
     own_signal::disarm(t_watchdog);
     t_watchdog = own_signal::arm_self(own_signal::kWatchdog, 1000000);
     return true;

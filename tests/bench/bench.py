@@ -18,7 +18,7 @@ what the wait profile costs (tests/bench/waits.py).
 Writes OUT/BENCHMARKS.md (regenerated whole) and OUT/benchmarks.json.
 
 usage: tests/bench/bench.py [--build DIR] [--out DIR] [--rounds N] [--smoke]
-                            [--micro-rounds N] [--wait-rounds N] [--only waits]
+                            [--micro-rounds N] [--wait-rounds N] [--only waits|tree]
                             [--allow-missing] [--keep]
   --out     default docs/ of the repository (smoke: required, never docs/)
   --rounds  counted rounds after the warm-up round (default 7; fewer, but never
@@ -29,6 +29,7 @@ usage: tests/bench/bench.py [--build DIR] [--out DIR] [--rounds N] [--smoke]
   --wait-rounds   counted rounds of the wait-profile section (default 7)
   --only waits    run the wait-profile section alone; the rest of the page
             comes from OUT/benchmarks.json of the last full run
+  --only tree     the same for the process-tree section (--tree-rounds)
   --tree-rounds  counted rounds of the process-tree section (tests/bench/tree.py,
             default 3; not in --smoke)
   --allow-missing  skip configurations whose Debian package is missing
@@ -1221,6 +1222,36 @@ def only_waits(args, out_dir):
     return 1 if bench.problems else 0
 
 
+def only_tree(args, out_dir):
+    """--only tree: the process-tree section measured now, the rest of the
+    page re-rendered from the last full run's benchmarks.json."""
+    json_path = os.path.join(out_dir, "benchmarks.json")
+    try:
+        with open(json_path) as f:
+            data = json.load(f)
+    except (OSError, ValueError) as e:
+        print("# bench: error: --only tree needs the last full run's %s: %s" % (json_path, e), file=sys.stderr)
+        return 2
+    bench = Bench(args)
+    try:
+        bench.setup()
+        bench.perf_note, bench.skipped = data.get("perf_event"), data.get("skipped") or {}
+        data["tree"] = tree.run(bench, run_program, 1 if args.smoke else max(1, args.tree_rounds))
+        keys = set(w[0] for w in tree.WORKLOADS)
+        data["targets"] = [t for t in data["targets"] if t["workload"] not in keys] + tree.targets(data["tree"])
+        write_atomic(json_path, json.dumps(data, indent=1, sort_keys=False, default=str) + "\n")
+        write_atomic(os.path.join(out_dir, "BENCHMARKS.md"), render(bench, data) + "\n")
+        bench.log("wrote the process-tree section into %s" % os.path.join(out_dir, "BENCHMARKS.md"))
+        for t in tree.targets(data["tree"]):
+            bench.log("%-8s %s [%s]: %s" % ("met" if t["met"] else "MISSED", t["target"], t["workload"], t["detail"]))
+    finally:
+        if args.keep:
+            bench.log("temp dir kept: %s" % bench.tmp)
+        else:
+            shutil.rmtree(bench.tmp, ignore_errors=True)
+    return 1 if bench.problems else 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default=os.path.join(REPO, "build"))
@@ -1232,7 +1263,7 @@ def main():
     ap.add_argument("--accuracy-rounds", type=int, default=3)
     ap.add_argument("--micro-rounds", type=int, default=7)
     ap.add_argument("--wait-rounds", type=int, default=7)
-    ap.add_argument("--only", choices=["waits"], default=None)
+    ap.add_argument("--only", choices=["waits", "tree"], default=None)
     ap.add_argument("--tree-rounds", type=int, default=3)
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--allow-missing", action="store_true")
@@ -1244,8 +1275,10 @@ def main():
     if args.rounds < 1:
         ap.error("--rounds must be >= 1")
 
-    if args.only:
+    if args.only == "waits":
         return only_waits(args, out_dir)
+    if args.only == "tree":
+        return only_tree(args, out_dir)
     missing = check_requirements(args.smoke)
     bench = Bench(args)
     if missing:

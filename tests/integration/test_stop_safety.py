@@ -394,9 +394,11 @@ TIMEOUT_LINE = re.compile(r"^# profshim: error: the stop did not finish within (
 
 def test_one_line_after_a_timeout(ctx):
     """Item 4: after the bound, one line, the bound as the user wrote it
-    (0.28, not 0.3; 0.125), saying what was written ("no profile" here), and
-    nothing after it: the stop that goes on in the background prints no
-    "wrote" line of its own before the process ends."""
+    (0.28, not 0.3; 0.125), saying what was written (usually "no profile";
+    a stop that gets through its cut-short names in the CPU it is given may
+    have written the CPU profile: then exactly what it names is there,
+    whole), and nothing after it: the stop that goes on in the background
+    prints no "wrote" line of its own before the process ends."""
     th = Throttle(ctx)
     try:
         for how, limit in (("exit", "0.28"), ("return", "0.125"), ("term", "0.28")):
@@ -411,9 +413,10 @@ def test_one_line_after_a_timeout(ctx):
             m = TIMEOUT_LINE.match(r.stderr_lines[0])
             check(m, "%s: not the timeout line: %r" % (what, r.stderr_lines[0]))
             check(m.group(1) == limit, "%s: the line says within %s s" % (what, m.group(1)))
-            check(m.group(2) == "no profile", "%s: the stop cannot have written anything yet: %r" % (
-                what, r.stderr_lines[0]))
-            check(pprofs(d) == [] and not _temporaries(d), "%s: PROFILE_DIR holds %s" % (what, os.listdir(d)))
+            if m.group(2) == "no profile":
+                check(pprofs(d) == [] and not _temporaries(d), "%s: PROFILE_DIR holds %s" % (what, os.listdir(d)))
+            else:
+                _files_as_said(r, d, what)
     finally:
         th.close()
 
@@ -716,18 +719,18 @@ def test_two_execs_failing_at_once(ctx):
 
 def test_giving_up_at_any_moment(ctx):
     """Item 9: the bound ends stops at every moment of their work (a heap of
-    16384 stacks at PROFILE_HEAP_SAMPLE=1: a stop of ~150 ms here; the
-    bound swept from 0.1 s to 0.2 s). Each run: status and stdout as plain,
+    32768 stacks at PROFILE_HEAP_SAMPLE=1: a stop of ~260 ms here, ~220 ms
+    of it past the names' budget; the bound swept from 0.1 s to 0.3 s). Each run: status and stdout as plain,
     one line, and PROFILE_DIR holds exactly the files that line names, each
     whole: no temporary left by a writer cut off, no file renamed into place
     after the line was printed. (The unit test
     atomic_file_test.abandon_mid_write_removes_the_temporary cuts the writer
     at chosen points.)"""
-    argv = ["stop_safety", "slow", "14", "exit", "3"]
+    argv = ["stop_safety", "slow", "15", "exit", "3"]
     plain = run(ctx, argv)
     outcomes = []
     for i in range(11):
-        limit = "%.2f" % (0.1 + 0.01 * i)
+        limit = "%.2f" % (0.1 + 0.02 * i)
         d = ctx.mkdtemp("prof")
         r = run(ctx, argv, env=prof_env(ctx, d, PROFILE_HEAP_SAMPLE="1", PROFILE_STOP_TIMEOUT=limit))
         what = "PROFILE_STOP_TIMEOUT=%s" % limit
