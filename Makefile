@@ -96,7 +96,7 @@ UNIT_BINS := $(patsubst tests/unit/%.cc,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
 CORE_OBJS := $(addprefix $(BUILD)/shim/,atomic_file.o config.o exp_log.o gzip.o heap_dump.o identity.o pb.o pprof.o \
                procmaps.o summary.o sys.o unload.o unnamed.o) $(filter $(BUILD)/shim/symbolize%,$(SHIM_OBJS))
 
-$(BUILD)/tests/unit/%: tests/unit/%.cc $(CORE_OBJS) tests/unit/check.h $(wildcard tests/fixtures/*.h) | $(BUILD)/.deps-ok
+$(BUILD)/tests/unit/%: tests/unit/%.cc $(CORE_OBJS) $(wildcard tests/unit/*.h) $(wildcard tests/fixtures/*.h) | $(BUILD)/.deps-ok
 	@mkdir -p $(dir $@)
 	$(CXX) $(CPPFLAGS) -Itests/unit $(CXXFLAGS) -o $@ $< $(CORE_OBJS) -lz -ldl -lpthread
 

@@ -58,14 +58,23 @@ namespace {
 bool program_headers(const std::vector<procmaps::Line>& lines, const procmaps::Line& head,
                      std::vector<Elf64_Phdr>* ph, uint64_t* bias) {
   if (!head.readable() || head.offset != 0 || head.end - head.start < sizeof(Elf64_Ehdr)) return false;
+  // The header and, nearly always, the program headers in one read: a
+  // server's forty libraries are read at each of its children's stops.
+  char first[1024];
+  const size_t got = std::min<uint64_t>(sizeof first, head.end - head.start);
+  if (!read_memory(lines, head.start, first, got)) return false;
   Elf64_Ehdr eh;
-  if (!read_memory(lines, head.start, &eh, sizeof eh)) return false;
+  std::memcpy(&eh, first, sizeof eh);
   if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
       eh.e_phentsize != sizeof(Elf64_Phdr) ||
       eh.e_phoff + uint64_t{eh.e_phnum} * sizeof(Elf64_Phdr) > head.end - head.start)
     return false;
   ph->resize(eh.e_phnum);
-  if (ph->empty() || !read_memory(lines, head.start + eh.e_phoff, ph->data(), ph->size() * sizeof(Elf64_Phdr)))
+  const size_t bytes = ph->size() * sizeof(Elf64_Phdr);
+  if (ph->empty()) return false;
+  if (eh.e_phoff + bytes <= got)
+    std::memcpy(ph->data(), first + eh.e_phoff, bytes);
+  else if (!read_memory(lines, head.start + eh.e_phoff, ph->data(), bytes))
     return false;
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   for (const auto& p : *ph)
@@ -118,7 +127,23 @@ bool dynamic_from_memory(const std::vector<procmaps::Line>& lines, const procmap
   // The loader relocates the dynamic section in place where it can write it;
   // a read-only one (the [vdso]'s) still holds the file's vaddr.
   if (strtab < bias) strtab += bias;
+  // The names wanted, in one read of the part of the string table that
+  // holds them where that is at most 16 KiB, else one read each.
+  uint64_t lo = soname >= 0 ? uint64_t(soname) : UINT64_MAX, hi = soname >= 0 ? uint64_t(soname) : 0;
+  for (uint64_t off : needed) lo = std::min(lo, off), hi = std::max(hi, off);
+  std::string span;
+  if (lo < strsz && hi >= lo) {
+    const uint64_t end = std::min<uint64_t>(strsz, hi + 256);
+    if (end - lo <= (16u << 10)) {
+      span.resize(end - lo);
+      if (!read_memory(lines, strtab + lo, &span[0], span.size())) span.clear();
+    }
+  }
   auto string_at = [&](uint64_t off) {
+    if (!span.empty() && off >= lo && off < lo + span.size()) {
+      const char* p = span.data() + (off - lo);
+      return std::string(p, strnlen(p, span.size() - (off - lo)));
+    }
     char buf[256];
     const size_t n = off < strsz ? std::min<uint64_t>(sizeof buf, strsz - off) : 0;
     if (!n || !read_memory(lines, strtab + off, buf, n)) return std::string();

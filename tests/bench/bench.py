@@ -1192,27 +1192,33 @@ def write_atomic(path, text):
     os.replace(tmp, path)
 
 
-def only_waits(args, out_dir):
-    """--only waits: the wait-profile section measured now, the rest of the
-    page re-rendered from the last full run's benchmarks.json."""
+def only_section(args, out_dir, name, full_setup, measure, section_targets, workloads):
+    """--only waits|tree: one section measured now (measure(bench) gives its
+    data, stored under `name`), its targets replaced (those of `workloads`),
+    and the rest of the page re-rendered from the last full run's
+    benchmarks.json."""
     json_path = os.path.join(out_dir, "benchmarks.json")
     try:
         with open(json_path) as f:
             data = json.load(f)
     except (OSError, ValueError) as e:
-        print("# bench: error: --only waits needs the last full run's %s: %s" % (json_path, e), file=sys.stderr)
+        print("# bench: error: --only %s needs the last full run's %s: %s" % (args.only, json_path, e),
+              file=sys.stderr)
         return 2
     bench = Bench(args)
     try:
-        bench.setup_light()
+        if full_setup:
+            bench.setup()
+        else:
+            bench.setup_light()
         bench.perf_note, bench.skipped = data.get("perf_event"), data.get("skipped") or {}
-        data["waits"] = waits.run(bench, run_program, 1 if args.smoke else max(1, args.wait_rounds))
-        data["targets"] = [t for t in data["targets"] if not t["workload"].startswith("wait-")] + \
-            waits.targets(data["waits"])
-        write_atomic(json_path, json.dumps(data, indent=1, sort_keys=False) + "\n")
+        data[name] = measure(bench)
+        new = section_targets(data[name])
+        data["targets"] = [t for t in data["targets"] if not workloads(t["workload"])] + new
+        write_atomic(json_path, json.dumps(data, indent=1, sort_keys=False, default=str) + "\n")
         write_atomic(os.path.join(out_dir, "BENCHMARKS.md"), render(bench, data) + "\n")
-        bench.log("wrote the wait-profile section into %s" % os.path.join(out_dir, "BENCHMARKS.md"))
-        for t in waits.targets(data["waits"]):
+        bench.log("wrote the %s section into %s" % (args.only, os.path.join(out_dir, "BENCHMARKS.md")))
+        for t in new:
             bench.log("%-8s %s [%s]: %s" % ("met" if t["met"] else "MISSED", t["target"], t["workload"], t["detail"]))
     finally:
         if args.keep:
@@ -1220,36 +1226,19 @@ def only_waits(args, out_dir):
         else:
             shutil.rmtree(bench.tmp, ignore_errors=True)
     return 1 if bench.problems else 0
+
+
+def only_waits(args, out_dir):
+    rounds = 1 if args.smoke else max(1, args.wait_rounds)
+    return only_section(args, out_dir, "waits", False, lambda b: waits.run(b, run_program, rounds), waits.targets,
+                        lambda w: w.startswith("wait-"))
 
 
 def only_tree(args, out_dir):
-    """--only tree: the process-tree section measured now, the rest of the
-    page re-rendered from the last full run's benchmarks.json."""
-    json_path = os.path.join(out_dir, "benchmarks.json")
-    try:
-        with open(json_path) as f:
-            data = json.load(f)
-    except (OSError, ValueError) as e:
-        print("# bench: error: --only tree needs the last full run's %s: %s" % (json_path, e), file=sys.stderr)
-        return 2
-    bench = Bench(args)
-    try:
-        bench.setup()
-        bench.perf_note, bench.skipped = data.get("perf_event"), data.get("skipped") or {}
-        data["tree"] = tree.run(bench, run_program, 1 if args.smoke else max(1, args.tree_rounds))
-        keys = set(w[0] for w in tree.WORKLOADS)
-        data["targets"] = [t for t in data["targets"] if t["workload"] not in keys] + tree.targets(data["tree"])
-        write_atomic(json_path, json.dumps(data, indent=1, sort_keys=False, default=str) + "\n")
-        write_atomic(os.path.join(out_dir, "BENCHMARKS.md"), render(bench, data) + "\n")
-        bench.log("wrote the process-tree section into %s" % os.path.join(out_dir, "BENCHMARKS.md"))
-        for t in tree.targets(data["tree"]):
-            bench.log("%-8s %s [%s]: %s" % ("met" if t["met"] else "MISSED", t["target"], t["workload"], t["detail"]))
-    finally:
-        if args.keep:
-            bench.log("temp dir kept: %s" % bench.tmp)
-        else:
-            shutil.rmtree(bench.tmp, ignore_errors=True)
-    return 1 if bench.problems else 0
+    keys = set(w[0] for w in tree.WORKLOADS)
+    rounds = 1 if args.smoke else max(1, args.tree_rounds)
+    return only_section(args, out_dir, "tree", True, lambda b: tree.run(b, run_program, rounds), tree.targets,
+                        lambda w: w in keys)
 
 
 def main():

@@ -12,15 +12,9 @@
 #include <string>
 
 #include "check.h"
+#include "test_files.h"
 
 namespace {
-
-std::string self_maps() {
-  std::ifstream f("/proc/self/maps");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 // The reference: the columns split on spaces and read with strtoull.
 procmaps::Line reference(const std::string& line) {
@@ -40,7 +34,7 @@ procmaps::Line reference(const std::string& line) {
 }
 
 TEST(every_line_of_real_maps_as_the_reference_reads_it) {
-  std::string text = self_maps();
+  std::string text = slurp("/proc/self/maps");
   std::vector<procmaps::Line> got = procmaps::parse(text);
   std::istringstream in(text);
   std::string line;

@@ -25,6 +25,7 @@
 
 #include "../fixtures/runtime_so.h"
 #include "check.h"
+#include "test_files.h"
 #include "symbolize.h"
 
 // --- code with names, lines and an inlined call ----------------------------------
@@ -50,18 +51,6 @@ namespace {
 using symbolize::Result;
 using symbolize::Session;
 using symbolize::cache::Entry;
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-void spill(const std::string& path, const std::string& bytes) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << bytes;
-}
 
 std::string maps() { return slurp("/proc/self/maps"); }
 

@@ -17,6 +17,7 @@
 
 #include "../fixtures/runtime_so.h"
 #include "check.h"
+#include "test_files.h"
 #include "symbolize.h"
 #include "symbolize_internal.h"
 
@@ -25,18 +26,6 @@ namespace {
 using symbolize::Result;
 using symbolize::Session;
 using symbolize::internal::ModInfo;
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-void spill(const std::string& path, const std::string& bytes) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << bytes;
-}
 
 std::vector<std::string> list(const std::string& dir, const std::string& suffix) {
   std::vector<std::string> out;
