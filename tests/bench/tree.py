@@ -347,12 +347,20 @@ def _cfg(b, key):
 
 CAUSES = {
     "fixed": "what an active image does that an inert one does not, before and at its stop (setup: zlib, "
-             "the sampler's timers, heap sampling; the stop: gathering, the symbol cache's reads, two gzip "
+             "the sampler's timers, heap sampling; the stop: gathering, the symbol cache's reads, three gzip "
              "files written and renamed)",
     "stop": "the stop's own work (see `stop_ms` and `symbols_ms` of the slowest image in benchmarks.json)",
     "make": "each compiler image's stop (mostly cc1plus: its new addresses looked up with libdw in a 30 MB "
             "binary's symbol table) and the sampler's signals",
-    "pg": "each backend's stop, waited for by the client before its next connection",
+    "pg": "CPU, not waiting: the 2 cores are busy with 4 clients and their backends, and a plain backend's "
+          "whole life is ~5.4 ms of CPU (perf, 2026-11-30). Profiled, each forked backend adds ~5 ms of CPU: "
+          "its stop (~2 ms: /proc/self/maps of ~300 mappings rendered by the kernel, the symbol cache's "
+          "entries read and checked for ~40 libraries, three profiles built, compressed and written), three "
+          "file creations on this ext4 without a journal (~0.3 ms each where many inodes were deleted in the "
+          "last minute), jemalloc's fork handlers with its profiler on (its ~1,300 locks) and the shim's "
+          "own after fork (its tables made anew), and sampling while it runs. What it would take: a "
+          "backend's stop that reuses its parent's work (modules, build IDs and cached names read once in "
+          "the postmaster before it forks, or by the first backend for its siblings)",
 }
 
 
