@@ -133,6 +133,7 @@ bool on_watchdog(void* uc) {
   // the only thread): past its bound it is abandoned, and the program's
   // exit goes on.
   if (!t_in_place) return false;
+  if (!recover::active()) return true;  // its work is over: the timer is being disarmed
   // Not from inside the allocator, the loader or libc: a lock left held
   // there would hang the program's next malloc or its exit. A moment later,
   // when the stop's own code has the thread again (such calls take
