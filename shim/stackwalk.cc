@@ -200,9 +200,9 @@ void note_thread_stack() {
   // __libc_stack_end (the kernel's bound on argv and environment) and a
   // few pages of auxv: the bounds taken are inside the true ones.
   struct rlimit rl;
+  const uintptr_t top = reinterpret_cast<uintptr_t>(__libc_stack_end);
   if (getpid() == pid_t(syscall(SYS_gettid)) && getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-      rl.rlim_cur >= (size_t(1) << 20)) {
-    const uintptr_t top = reinterpret_cast<uintptr_t>(__libc_stack_end);
+      rl.rlim_cur >= (size_t(1) << 20) && rl.rlim_cur < top / 2) {
     t_stack_hi = top;
     t_stack_lo = top - (rl.rlim_cur - rl.rlim_cur / 4) + (uintptr_t(64) << 10);
     return;
