@@ -25,6 +25,7 @@
 
 #include "../fixtures/runtime_so.h"
 #include "check.h"
+#include "same_results.h"
 #include "test_files.h"
 #include "symbolize.h"
 
@@ -83,22 +84,6 @@ std::vector<uint64_t> probes() {
           libc_function("getpid") + 1,
           reinterpret_cast<uint64_t>(&slurp) + 3, // C++, demangled
           0x10};                                  // no mapping
-}
-
-bool same(const std::vector<Result>& a, const std::vector<Result>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i].mapping != b[i].mapping || a[i].inlines_known != b[i].inlines_known ||
-        a[i].frames.size() != b[i].frames.size())
-      return false;
-    for (size_t k = 0; k < a[i].frames.size(); ++k) {
-      const pprof::Frame &x = a[i].frames[k], &y = b[i].frames[k];
-      if (x.name != y.name || x.system_name != y.system_name || x.file != y.file || x.line != y.line ||
-          x.start_line != y.start_line)
-        return false;
-    }
-  }
-  return true;
 }
 
 void print(const std::vector<Result>& rs) {

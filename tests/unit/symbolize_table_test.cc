@@ -17,6 +17,7 @@
 
 #include "../fixtures/runtime_so.h"
 #include "check.h"
+#include "same_results.h"
 #include "test_files.h"
 #include "symbolize.h"
 #include "symbolize_internal.h"
@@ -46,22 +47,6 @@ uint64_t fn(const char* name) { return reinterpret_cast<uint64_t>(dlsym(RTLD_DEF
 std::vector<uint64_t> probes() {
   return {fn("_ZSt9terminatev") + 4, fn("_ZNSt6chrono3_V212system_clock3nowEv") + 2,
           fn("_Unwind_Backtrace") + 3, fn("qsort") + 1, fn("getpid") + 1};
-}
-
-bool same(const std::vector<Result>& a, const std::vector<Result>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i].mapping != b[i].mapping || a[i].inlines_known != b[i].inlines_known ||
-        a[i].frames.size() != b[i].frames.size())
-      return false;
-    for (size_t k = 0; k < a[i].frames.size(); ++k) {
-      const pprof::Frame &x = a[i].frames[k], &y = b[i].frames[k];
-      if (x.name != y.name || x.system_name != y.system_name || x.file != y.file || x.line != y.line ||
-          x.start_line != y.start_line)
-        return false;
-    }
-  }
-  return true;
 }
 
 struct Run {
