@@ -1,6 +1,8 @@
-// same_results: whether two lookups gave the same frames, field by field
-// (the symbol cache's and the symbol table's tests against a fresh libdw).
+// same_results: one lookup through a Session with a symbol cache, and
+// whether two lookups gave the same frames, field by field (the symbol
+// cache's and the symbol table's tests against a fresh libdw).
 #pragma once
+#include <string>
 #include <vector>
 
 #include "symbolize.h"
@@ -19,4 +21,22 @@ inline bool same(const std::vector<symbolize::Result>& a, const std::vector<symb
     }
   }
   return true;
+}
+
+struct Run {
+  std::vector<symbolize::Result> results;
+  symbolize::CacheStats stats;
+  std::string error;
+};
+
+// Every run of a test reads the same maps text (libdw, loaded by the first
+// lookup, would shift the mappings' numbers otherwise).
+inline Run run(const std::vector<uint64_t>& addrs, const std::string& dir, const std::string& text) {
+  symbolize::Session s(text, true, dir);
+  Run r;
+  s.lookup(addrs, &r.results);
+  s.keep();
+  r.stats = s.cache_stats();
+  r.error = s.error();
+  return r;
 }

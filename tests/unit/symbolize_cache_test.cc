@@ -95,24 +95,6 @@ void print(const std::vector<Result>& rs) {
   }
 }
 
-struct Run {
-  std::vector<Result> results;
-  symbolize::CacheStats stats;
-  std::string error;
-};
-
-// Every run of a test reads the same maps text (libdw, loaded by the first
-// lookup, would shift the mappings' numbers otherwise).
-Run run(const std::vector<uint64_t>& addrs, const std::string& dir, const std::string& text) {
-  Session s(text, true, dir);
-  Run r;
-  s.lookup(addrs, &r.results);
-  s.keep();
-  r.stats = s.cache_stats();
-  r.error = s.error();
-  return r;
-}
-
 std::string cache_dir(const std::string& profile_dir) { return profile_dir + "/.profshim-symbols"; }
 
 }  // namespace

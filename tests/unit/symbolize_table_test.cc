@@ -49,20 +49,6 @@ std::vector<uint64_t> probes() {
           fn("_Unwind_Backtrace") + 3, fn("qsort") + 1, fn("getpid") + 1};
 }
 
-struct Run {
-  std::vector<Result> results;
-  symbolize::CacheStats stats;
-};
-
-Run run(const std::vector<uint64_t>& addrs, const std::string& dir, const std::string& text) {
-  Session s(text, true, dir);
-  Run r;
-  s.lookup(addrs, &r.results);
-  s.keep();
-  r.stats = s.cache_stats();
-  return r;
-}
-
 std::string unhex(const std::string& h) {
   std::string out;
   for (size_t i = 0; i + 1 < h.size(); i += 2) out += char(std::stoi(h.substr(i, 2), nullptr, 16));
