@@ -134,8 +134,9 @@ std::string check_owners(const std::string& dir) {
 // Whether creating a file in dir, which access() allows, is sure to work on
 // the file system it is on: a disk or memory file system mounted read-write.
 // There the probe file is skipped: on a build's hundreds of images it cost
-// an inode created and deleted each (ext4 without a journal then scans every
-// inode deleted in the last 30 s at each later creation: issue 13). Elsewhere
+// an inode created and deleted each (ext4 without a journal then skips every
+// inode deleted in the last minute or more at each later creation in its
+// group: issue 13). Elsewhere
 // (/proc, sysfs, a FUSE mount, a file system access() is not the whole story
 // for) a file is created and removed to find out. What access() cannot see
 // (an LSM's path rules, a full disk or quota) is then the stop's error line.

@@ -4,8 +4,7 @@
 // reader stops where they begin (heap_dump.cc), and the stop has read them
 // already. The kernel's rendering of a server's few hundred mappings was
 // ~0.3 ms of every PostgreSQL backend's stop (issue 13). jemalloc skips the
-// section when the maps cannot be opened; its other opens (the kernel's
-// overcommit and transparent-huge-page settings, at boot) pass through.
+// section when the maps cannot be opened; any other open passes through.
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
