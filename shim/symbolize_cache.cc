@@ -23,6 +23,7 @@
 #include <algorithm>
 
 #include "symbolize_internal.h"
+#include "symbolize_wire.h"
 
 namespace symbolize {
 namespace cache {
@@ -32,48 +33,6 @@ constexpr size_t kMaxFile = size_t(64) << 20;  // a file past this is not ours, 
 constexpr size_t kMaxResults = 200000;         // an entry stops growing here
 constexpr char kDirName[] = ".profshim-symbols";
 
-struct Writer {
-  std::string out;
-  void raw(const void* p, size_t n) { out.append(static_cast<const char*>(p), n); }
-  void u8(uint8_t v) { raw(&v, 1); }
-  void u32(uint32_t v) { raw(&v, 4); }
-  void u64(uint64_t v) { raw(&v, 8); }
-  void str(const std::string& s) {
-    u32(static_cast<uint32_t>(s.size()));
-    raw(s.data(), s.size());
-  }
-};
-
-// Every read is bounds-checked; the first failure sticks.
-struct Reader {
-  const std::string& in;
-  size_t pos = 0;
-  bool ok = true;
-  bool raw(void* p, size_t n) {
-    if (!ok || n > in.size() - pos) return ok = false;
-    memcpy(p, in.data() + pos, n);
-    pos += n;
-    return true;
-  }
-  uint8_t u8() { uint8_t v = 0; raw(&v, 1); return v; }
-  uint32_t u32() { uint32_t v = 0; raw(&v, 4); return v; }
-  uint64_t u64() { uint64_t v = 0; raw(&v, 8); return v; }
-  std::string str() {
-    uint32_t n = u32();
-    if (!ok || n > in.size() - pos) {
-      ok = false;
-      return std::string();
-    }
-    pos += n;
-    return in.substr(pos - n, n);
-  }
-  // A count of items of at least `min_size` bytes each that could still fit.
-  uint32_t count(size_t min_size) {
-    uint32_t n = u32();
-    if (ok && n > (in.size() - pos) / min_size) ok = false;
-    return ok ? n : 0;
-  }
-};
 
 int64_t ns(const struct timespec& t) { return int64_t(t.tv_sec) * 1000000000 + t.tv_nsec; }
 
@@ -127,20 +86,17 @@ void normalize(std::vector<Witness>* w) {
 }
 
 void put_witnesses(std::string* out, const std::vector<Witness>& ws) {
-  Writer w;
-  w.u32(static_cast<uint32_t>(ws.size()));
+  wire::put32(out, static_cast<uint32_t>(ws.size()));
   for (const Witness& x : ws) {
-    w.str(x.path);
-    w.u8(x.present);
-    w.u64(x.dev), w.u64(x.ino), w.u64(x.size);
-    w.u64(uint64_t(x.mtime_ns)), w.u64(uint64_t(x.ctime_ns));
+    wire::put_str(out, x.path);
+    wire::put8(out, x.present);
+    wire::put64(out, x.dev), wire::put64(out, x.ino), wire::put64(out, x.size);
+    wire::put64(out, uint64_t(x.mtime_ns)), wire::put64(out, uint64_t(x.ctime_ns));
   }
-  *out += w.out;
 }
 
 bool get_witnesses(const std::string& in, size_t* pos, std::vector<Witness>* out) {
-  Reader r{in};
-  r.pos = *pos;
+  wire::Reader r{in, *pos, in.size()};
   for (uint32_t n = r.count(4 + 1 + 5 * 8); n-- > 0 && r.ok;) {
     Witness w;
     w.path = r.str();

@@ -15,32 +15,12 @@
 #include <string_view>
 
 #include "symbolize_cache.h"
+#include "symbolize_wire.h"
 
 namespace symbolize {
 namespace cache {
 namespace {
 
-struct In {
-  const std::string& s;
-  size_t pos, end;
-  bool ok = true;
-  bool skip(size_t n) {
-    if (!ok || n > end - pos) return ok = false;
-    pos += n;
-    return true;
-  }
-  uint64_t get(size_t n) {  // n <= 8, little-endian as written
-    uint64_t v = 0;
-    if (skip(n)) memcpy(&v, s.data() + pos - n, n);
-    return v;
-  }
-  // A count of items of at least `size` bytes each that could still fit.
-  uint32_t count(size_t size) {
-    const uint64_t n = get(4);
-    if (ok && n > (end - pos) / size) ok = false;
-    return ok ? uint32_t(n) : 0;
-  }
-};
 
 constexpr size_t kFrameSize = 3 * 4 + 2 * 8, kResultSize = 8 + 1 + 4;
 
@@ -54,7 +34,7 @@ bool parse(std::string bytes, Parsed* out) {
   uint64_t sum;
   memcpy(&sum, b.data() + b.size() - 8, 8);
   if (sum != checksum(b.data(), b.size() - 8)) return false;
-  In r{b, sizeof kEntryMagic, b.size() - 8};
+  wire::Reader r{b, sizeof kEntryMagic, b.size() - 8};
   const uint32_t id = r.count(1);
   if (r.skip(id)) p.build_id.assign(b, r.pos - id, id);
   if (!r.ok || !get_witnesses(b, &r.pos, &p.witnesses) || r.pos > r.end) return false;
@@ -86,7 +66,7 @@ bool parse(std::string bytes, Parsed* out) {
 bool Parsed::result(uint64_t addr, Result* out) const {
   auto it = std::lower_bound(index.begin(), index.end(), std::make_pair(addr, uint32_t(0)));
   if (it == index.end() || it->first != addr) return false;
-  In r{bytes, it->second, bytes.size() - 8};
+  wire::Reader r{bytes, it->second, bytes.size() - 8};
   *out = Result();
   out->inlines_known = r.get(1) != 0;
   auto str = [&](uint64_t i) { return std::string(bytes, strings[i].first, strings[i].second); };
@@ -102,9 +82,9 @@ bool Parsed::result(uint64_t addr, Result* out) const {
 std::string merge(const std::string& build_id, const std::vector<Witness>& witnesses, const Parsed* old,
                   const std::unordered_map<uint64_t, Result>& fresh) {
   std::string out(kEntryMagic, sizeof kEntryMagic);
-  auto u32 = [](std::string* o, uint32_t v) { o->append(reinterpret_cast<const char*>(&v), 4); };
-  auto u64 = [](std::string* o, uint64_t v) { o->append(reinterpret_cast<const char*>(&v), 8); };
-  u32(&out, uint32_t(build_id.size()));
+  using wire::put32;
+  using wire::put64;
+  put32(&out, uint32_t(build_id.size()));
   out += build_id;
   put_witnesses(&out, witnesses);
   std::unordered_map<std::string_view, uint32_t> number;
@@ -128,22 +108,22 @@ std::string merge(const std::string& build_id, const std::vector<Witness>& witne
   std::sort(sorted.begin(), sorted.end());
   std::string records;
   for (const auto& r : sorted) {
-    u64(&records, r.first);
+    put64(&records, r.first);
     records += char(r.second->inlines_known);
-    u32(&records, uint32_t(r.second->frames.size()));
+    put32(&records, uint32_t(r.second->frames.size()));
     for (const pprof::Frame& f : r.second->frames) {
-      u32(&records, intern(f.name)), u32(&records, intern(f.system_name)), u32(&records, intern(f.file));
-      u64(&records, uint64_t(f.line)), u64(&records, uint64_t(f.start_line));
+      put32(&records, intern(f.name)), put32(&records, intern(f.system_name)), put32(&records, intern(f.file));
+      put64(&records, uint64_t(f.line)), put64(&records, uint64_t(f.start_line));
     }
   }
   results += uint32_t(sorted.size());
-  u32(&out, strings);
+  put32(&out, strings);
   if (old) out.append(old->bytes, old->strings_at, old->results_at - old->strings_at);
-  for (const std::string* s : added) u32(&out, uint32_t(s->size())), out += *s;
-  u32(&out, results);
+  for (const std::string* s : added) put32(&out, uint32_t(s->size())), out += *s;
+  put32(&out, results);
   if (old) out.append(old->bytes, old->results_at + 4, old->bytes.size() - 8 - old->results_at - 4);
   out += records;
-  u64(&out, checksum(out.data(), out.size()));
+  put64(&out, checksum(out.data(), out.size()));
   return out;
 }
 

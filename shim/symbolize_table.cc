@@ -21,6 +21,7 @@
 #include <algorithm>
 
 #include "symbolize_internal.h"
+#include "symbolize_wire.h"
 
 namespace symbolize {
 namespace internal {
@@ -28,24 +29,6 @@ namespace {
 
 constexpr char kMagic[8] = {'P', 'S', 'S', 'Y', 'M', 'T', '1', '\n'};
 constexpr uint32_t kMaxSymbols = 1u << 22;
-
-void put(std::string* out, const void* p, size_t n) { out->append(static_cast<const char*>(p), n); }
-void put32(std::string* out, uint32_t v) { put(out, &v, 4); }
-void put64(std::string* out, uint64_t v) { put(out, &v, 8); }
-
-struct In {
-  const std::string& s;
-  size_t pos;
-  bool ok = true;
-  bool get(void* p, size_t n) {
-    if (!ok || n > s.size() - pos) return ok = false;
-    memcpy(p, s.data() + pos, n);
-    pos += n;
-    return true;
-  }
-  uint32_t u32() { uint32_t v = 0; get(&v, 4); return v; }
-  uint64_t u64() { uint64_t v = 0; get(&v, 8); return v; }
-};
 
 std::string table_path(const std::string& dir, const std::string& build_id) {
   return dir + "/" + hex(build_id) + ".tab";
@@ -55,23 +38,23 @@ std::string table_path(const std::string& dir, const std::string& build_id) {
 
 std::string encode_table(const ModInfo& mi, uint64_t base) {
   std::string out(kMagic, sizeof kMagic), names;
-  put32(&out, static_cast<uint32_t>(mi.build_id.size()));
+  wire::put32(&out, static_cast<uint32_t>(mi.build_id.size()));
   out += mi.build_id;
   out += char(mi.syms_from_table ? mi.table_dwarf : mi.dwarf.dw != nullptr);
   std::vector<cache::Witness> w = mi.witnesses;
   cache::normalize(&w);
   cache::put_witnesses(&out, w);
-  put32(&out, static_cast<uint32_t>(mi.syms.size()));
+  wire::put32(&out, static_cast<uint32_t>(mi.syms.size()));
   for (const FuncSym& s : mi.syms) {
-    put64(&out, s.start - base);
-    put64(&out, s.end - base);
-    put32(&out, static_cast<uint32_t>(names.size()));
+    wire::put64(&out, s.start - base);
+    wire::put64(&out, s.end - base);
+    wire::put32(&out, static_cast<uint32_t>(names.size()));
     names.append(s.name);
     names += '\0';
   }
-  put32(&out, static_cast<uint32_t>(names.size()));
+  wire::put32(&out, static_cast<uint32_t>(names.size()));
   out += names;
-  put64(&out, cache::checksum(out.data(), out.size()));
+  wire::put64(&out, cache::checksum(out.data(), out.size()));
   return out;
 }
 
@@ -81,14 +64,13 @@ bool decode_table(const std::string& bytes, uint64_t base, ModInfo* mi) {
   memcpy(&sum, bytes.data() + bytes.size() - 8, 8);
   const size_t end = bytes.size() - 8;
   if (sum != cache::checksum(bytes.data(), end)) return false;
-  In r{bytes, sizeof kMagic};
+  wire::Reader r{bytes, sizeof kMagic, bytes.size()};
   const uint32_t id_len = r.u32();
   if (!r.ok || id_len != mi->build_id.size() || id_len > end - r.pos ||
       bytes.compare(r.pos, id_len, mi->build_id) != 0)
     return false;
   r.pos += id_len;
-  uint8_t dwarf = 2;
-  r.get(&dwarf, 1);
+  const uint8_t dwarf = r.u8();
   std::vector<cache::Witness> witnesses;
   if (!r.ok || dwarf > 1 || !cache::get_witnesses(bytes, &r.pos, &witnesses) || r.pos > end) return false;
   const uint32_t n = r.u32();
