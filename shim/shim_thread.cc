@@ -9,10 +9,14 @@
 
 namespace shim_thread {
 
+void work_mask(sigset_t* mask) {
+  sigfillset(mask);
+  for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS}) sigdelset(mask, s);
+}
+
 bool spawn(void* (*fn)(void*), void* arg) {
   sigset_t mask;
-  sigfillset(&mask);
-  for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS}) sigdelset(&mask, s);
+  work_mask(&mask);
   pthread_attr_t attr;
   if (pthread_attr_init(&attr) != 0) return false;
   // This may run on a program's thread (a stop; the worker started from the

@@ -7,6 +7,7 @@
 // thread that blocks every other signal is also one the fatal stop's freeze
 // does not wait for (freeze.h).
 #pragma once
+#include <signal.h>
 #include <stddef.h>
 
 namespace shim_thread {
@@ -15,6 +16,10 @@ constexpr size_t kStack = size_t(2) << 20;
 
 // False if no thread could be started (thread limits, no memory).
 bool spawn(void* (*fn)(void*), void* arg);
+
+// The shim's work's mask: every signal but the faults (a stop run in place
+// holds the same ones).
+void work_mask(sigset_t* mask);
 
 // The thread's allocator state: its allocations not sampled, and an arena of
 // its own (a program thread stopped inside malloc may hold its arena's

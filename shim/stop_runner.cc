@@ -86,8 +86,8 @@ void in_place(void*) {
 // and the thread's allocations while it runs are the shim's.
 void alone_in_place(void*) {
   sigset_t hold, old;
-  sigfillset(&hold);
-  for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, own_signal::number()}) sigdelset(&hold, s);
+  shim_thread::work_mask(&hold);
+  sigdelset(&hold, own_signal::number());  // the watchdog's
   sigmask::unfiltered(SIG_SETMASK, &hold, &old);
   const bool was = heap::swap_thread_active(false);
   t_alone = true;
