@@ -23,9 +23,6 @@ namespace stackwalk {
 namespace {
 
 struct Range { uint64_t lo, hi; };
-constexpr int kMaxRanges = 16;
-Range g_unsafe[kMaxRanges];
-int g_nunsafe;
 // Stack the unwinder wants below the handler: its contexts and frame state
 // (~4 KiB), with margin.
 constexpr uintptr_t kUnwindRoom = 16 << 10;
@@ -38,40 +35,40 @@ uint64_t interrupted_pc(void* uc) {
   return uint64_t(static_cast<ucontext_t*>(uc)->uc_mcontext.gregs[REG_RIP]);
 }
 
-// The shim's own code, and the dynamic loader's and libc's: what a stop's
-// watchdog may not leave in the middle of (holds_program_locks).
-Range g_shim[4], g_holders[8];
-int g_nshim, g_nholders;
-
-struct Collect {
-  uint64_t probes[2];
-  Range* out;
-  int* n;
-  int max;
+// The executable segments of the shim, the dynamic loader and libc: the
+// shim's and the loader's are the unsafe code, the loader's and libc's what
+// a stop's watchdog may not leave in the middle of (holds_program_locks).
+struct Object {
+  uint64_t probe;
+  Range ranges[4];
+  int n;
 };
+enum { kShim, kLoader, kLibc, kObjects };
+Object g_objects[kObjects];
 
 // Collects the executable segments of the objects that contain the probes.
-int collect_ranges(struct dl_phdr_info* info, size_t, void* arg) {
-  const Collect& c = *static_cast<const Collect*>(arg);
-  bool hit = false;
-  for (int i = 0; i < info->dlpi_phnum && !hit; ++i) {
-    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-    uint64_t lo = info->dlpi_addr + ph.p_vaddr, hi = lo + ph.p_memsz;
-    if (ph.p_type == PT_LOAD && ((c.probes[0] >= lo && c.probes[0] < hi) || (c.probes[1] >= lo && c.probes[1] < hi)))
-      hit = true;
-  }
-  for (int i = 0; hit && i < info->dlpi_phnum && *c.n < c.max; ++i) {
-    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-    if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
-    uint64_t lo = info->dlpi_addr + ph.p_vaddr;
-    c.out[(*c.n)++] = {lo, lo + ph.p_memsz};
+int collect_ranges(struct dl_phdr_info* info, size_t, void*) {
+  for (Object& o : g_objects) {
+    bool hit = false;
+    for (int i = 0; i < info->dlpi_phnum && !hit; ++i) {
+      const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+      uint64_t lo = info->dlpi_addr + ph.p_vaddr, hi = lo + ph.p_memsz;
+      hit = ph.p_type == PT_LOAD && o.probe >= lo && o.probe < hi;
+    }
+    for (int i = 0; hit && i < info->dlpi_phnum && o.n < 4; ++i) {
+      const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+      if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
+      uint64_t lo = info->dlpi_addr + ph.p_vaddr;
+      o.ranges[o.n++] = {lo, lo + ph.p_memsz};
+    }
   }
   return 0;
 }
 
-bool in(const Range* r, int n, uint64_t pc) {
-  for (int i = 0; i < n; ++i)
-    if (pc >= r[i].lo && pc < r[i].hi) return true;
+bool in(int object, uint64_t pc) {
+  const Object& o = g_objects[object];
+  for (int i = 0; i < o.n; ++i)
+    if (pc >= o.ranges[i].lo && pc < o.ranges[i].hi) return true;
   return false;
 }
 
@@ -253,16 +250,10 @@ bool room_here() {
 }
 
 void note_unsafe_code() {
-  const uint64_t self = reinterpret_cast<uint64_t>(&note_unsafe_code),
-                 loader = reinterpret_cast<uint64_t>(&__tls_get_addr),
-                 libc = reinterpret_cast<uint64_t>(&strtol);  // one the shim does not interpose
-  g_nunsafe = g_nshim = g_nholders = 0;
-  Collect unsafe = {{self, loader}, g_unsafe, &g_nunsafe, kMaxRanges};
-  dl_iterate_phdr(collect_ranges, &unsafe);
-  Collect shim = {{self, self}, g_shim, &g_nshim, 4};
-  dl_iterate_phdr(collect_ranges, &shim);
-  Collect holders = {{loader, libc}, g_holders, &g_nholders, 8};
-  dl_iterate_phdr(collect_ranges, &holders);
+  g_objects[kShim] = {reinterpret_cast<uint64_t>(&note_unsafe_code), {}, 0};
+  g_objects[kLoader] = {reinterpret_cast<uint64_t>(&__tls_get_addr), {}, 0};
+  g_objects[kLibc] = {reinterpret_cast<uint64_t>(&strtol), {}, 0};  // one the shim does not interpose
+  dl_iterate_phdr(collect_ranges, nullptr);
 }
 
 bool holds_program_locks(void* uc) {
@@ -271,8 +262,8 @@ bool holds_program_locks(void* uc) {
   for (int i = 0; i < n; ++i) {
     uint64_t pc = pc_of(frames[i]);
     if (pc >= wrappers::alloc_begin() && pc < wrappers::alloc_end()) return true;
-    if (in(g_holders, g_nholders, pc)) return true;
-    if (in(g_shim, g_nshim, pc)) return false;  // the stop's own code, which called what is below
+    if (in(kLoader, pc) || in(kLibc, pc)) return true;
+    if (in(kShim, pc)) return false;  // the stop's own code, which called what is below
   }
   return true;  // never back in the shim's code: nothing to go by
 }
@@ -285,7 +276,7 @@ bool in_unsafe_code(uint64_t pc) {
   // (waits.cc) is outside their section and stays unsafe.
   if (pc >= wrappers::begin() && pc < wrappers::end()) return false;
   if (pc >= uint64_t(__start_profshim_wait) && pc < uint64_t(__stop_profshim_wait)) return false;
-  return in(g_unsafe, g_nunsafe, pc);
+  return in(kShim, pc) || in(kLoader, pc);
 }
 
 bool interrupted_in_unsafe_code(void* uc) {
