@@ -57,6 +57,14 @@ volatile uint32_t g_done = 0;        // futex word: the stop finished
 std::atomic<int> g_fatal_sig{0}, g_deferred_sig{0}, g_retries{0};
 __thread bool t_stopping;     // this thread runs a stop inline (a fatal signal's)
 __thread int t_deferred_sig;  // a fatal signal this thread deferred, until its retry
+// The retry of a fatal signal this thread deferred, taken although the
+// thread has blocked it since (a worker that blocks every signal as it
+// starts): the kernel had given it to this thread already, and without the
+// shim it would have ended the process then. If the retry is deferred again,
+// the interrupted mask gets the signal back (t_forced_mask).
+__thread int t_forced_sig;
+__thread bool t_forced_mask;
+__thread int t_retry_in_wait;  // that retry, taken in a sigwait: the shim's wrapper, which holds nothing
 __thread bool t_ending;       // past its start routine: in glibc's thread teardown
 const config::Config* g_cfg;  // setup's (setup.cc), never destroyed
 
@@ -244,16 +252,22 @@ struct FatalCall {
   int sig;
   siginfo_t* si;
   void* uc;
+  bool forced_mask;
+  bool in_wait;
   bool deferred;
 };
-bool fatal_on_this_stack(int sig, siginfo_t* si, void* uc);
+bool fatal_on_this_stack(const FatalCall& c);
 void fatal_call(void* p) {
   auto* c = static_cast<FatalCall*>(p);
-  c->deferred = fatal_on_this_stack(c->sig, c->si, c->uc);
+  c->deferred = fatal_on_this_stack(*c);
 }
 }  // namespace
 
+bool retry_forced(int sig) { return t_forced_sig == sig; }
+
 bool stop_on_fatal(int sig, siginfo_t* si, void* uc) {
+  const bool forced_mask = t_forced_sig == sig && t_forced_mask, in_wait = t_retry_in_wait == sig;
+  t_forced_sig = 0;
   if (g_state.load() == kInert || vfork_child()) return false;
   bool fault = signals::synchronous_fault(sig, si);
   // A fault inside the stop itself ends the stop, not the process; so does
@@ -280,7 +294,7 @@ bool stop_on_fatal(int sig, siginfo_t* si, void* uc) {
   if (t_stopping) return false;
   // Everything from here runs on a stack of its own: the handler may be on
   // the program's small alternate stack, and unwinding alone wants more.
-  FatalCall c = {sig, si, uc, false};
+  FatalCall c = {sig, si, uc, forced_mask, in_wait, false};
   if (!stack::run_on_fresh(shim_thread::kStack, fatal_call, &c)) {
     if (claim_stop(signal_name(sig))) {
       finish::report_failure(ctx(), "out of memory (no stack for the stop)");
@@ -292,10 +306,13 @@ bool stop_on_fatal(int sig, siginfo_t* si, void* uc) {
 }
 
 namespace {
-bool fatal_on_this_stack(int sig, siginfo_t* si, void* uc) {
+bool fatal_on_this_stack(const FatalCall& c) {
+  const int sig = c.sig;
+  siginfo_t* si = c.si;
+  void* uc = c.uc;
   bool fault = signals::synchronous_fault(sig, si);
   int state = g_state.load();
-  if ((state == kRunning || state == kStopping) && stackwalk::interrupted_in_unsafe_code(uc)) {
+  if ((state == kRunning || state == kStopping) && !c.in_wait && stackwalk::interrupted_in_unsafe_code(uc)) {
     // Inside the allocator (or the loader, or the shim): its locks may be
     // held by this very thread, and a stop -- ours, or one under way on
     // another thread -- needs them. A sent signal is taken again in a
@@ -306,6 +323,7 @@ bool fatal_on_this_stack(int sig, siginfo_t* si, void* uc) {
     bool can_return = !sigismember(&static_cast<ucontext_t*>(uc)->uc_sigmask, own_signal::number());
     if (!fault && can_return && g_retries.fetch_add(1) < kMaxRetries) {
       g_deferred_sig.store(sig);
+      if (c.forced_mask) sigaddset(&static_cast<ucontext_t*>(uc)->uc_sigmask, sig);  // as the program set it
       if (t_ending) {
         // Inside the allocator in this thread's teardown (its thread cache
         // flushed by a TLS destructor): a retry aimed at this thread would
@@ -362,19 +380,40 @@ void on_watchdog(void* uc) {
   sigmask::unfiltered(SIG_UNBLOCK, &one, nullptr);
 }
 
-void on_retry_fatal(const siginfo_t* si) {
-  // One shot: its timer goes. Then the signal, blocked here, pending until
-  // this handler returns to where the program now is: the fatal handler
-  // meets it there.
+void on_retry_fatal(const siginfo_t* si, void* uc) {
+  // One shot: its timer goes. Then the signal, sent again to this thread:
+  // in a handler (uc), blocked until the handler returns to where the
+  // program now is, where the fatal handler meets it; in a sigwait that
+  // took our signal, at once.
   if (si) syscall(SYS_timer_delete, si->si_timerid);
   int sig = g_deferred_sig.load();
   t_deferred_sig = 0;
   if (sig <= 0) return;
-  sigset_t one;
+  sigset_t one, now;
   sigemptyset(&one);
   sigaddset(&one, sig);
-  sigmask::unfiltered(SIG_BLOCK, &one, nullptr);
-  syscall(SYS_tgkill, raw_getpid(), sys::gettid(), sig);
+  sigset_t* back = uc ? &static_cast<ucontext_t*>(uc)->uc_sigmask : &now;
+  if (!uc) sigmask::unfiltered(SIG_BLOCK, nullptr, &now);
+  // Blocked by the program since it was deferred: still taken here (the
+  // kernel gave it to this thread; a retry left pending would hang a
+  // process that, without the shim, had ended), unless the program has
+  // taken the signal over by now.
+  const bool in_mask = sigismember(back, sig) == 1;
+  const bool force = (in_mask || sigmask::view_blocks(sig)) && signals::serves_default(sig);
+  if (force) t_forced_sig = sig, t_forced_mask = in_mask;
+  if (uc) {
+    if (force) sigdelset(back, sig);
+    sigmask::unfiltered(SIG_BLOCK, &one, nullptr);
+    syscall(SYS_tgkill, raw_getpid(), sys::gettid(), sig);
+    return;
+  }
+  t_retry_in_wait = sig;
+  syscall(SYS_tgkill, raw_getpid(), sys::gettid(), sig);  // unblocked: its handler runs on the way back
+  if (force && in_mask) {
+    sigmask::unfiltered(SIG_UNBLOCK, &one, nullptr);  // the handler runs here
+    sigmask::unfiltered(SIG_BLOCK, &one, nullptr);    // as the program had it
+  }
+  t_retry_in_wait = 0;
 }
 
 char* const* before_exec(char* const envp[]) {

@@ -41,7 +41,11 @@ bool stop_on_fatal(int sig, siginfo_t* si, void* uc);
 // own_signal's dispatch of the shim's timers (signal context): a fatal
 // stop past its bound, and a deferred fatal signal's second try.
 void on_watchdog(void* ucontext);
-void on_retry_fatal(const siginfo_t* si);
+// ucontext is null where a sigwait took the retry's signal (not a handler).
+void on_retry_fatal(const siginfo_t* si, void* ucontext);
+// The fatal handler takes sig although the program's view blocks it: the
+// retry of a deferred signal (on_retry_fatal).
+bool retry_forced(int sig);
 
 // Around an exec: writes the old image's profiles and returns the
 // environment to exec with (envp itself, or a copy of its own carrying the

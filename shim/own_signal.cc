@@ -121,7 +121,7 @@ void handler(int sig, siginfo_t* si, void* uc) {
                     (si->si_code == SI_QUEUE && si->si_pid == g.pid && (kind = token_kind(v)) == kFreeze))) {
     if (kind == kFreeze) freeze::on_request(uc);
     if (kind == kWatchdog) lifecycle::on_watchdog(uc);
-    if (kind == kRetryFatal) lifecycle::on_retry_fatal(si);
+    if (kind == kRetryFatal) lifecycle::on_retry_fatal(si, uc);
   } else {
     external(sig, si, uc);
   }
@@ -216,7 +216,7 @@ bool consume_if_ours(int sig, const siginfo_t* si) {
   }
   int kind = token_kind(v);
   if (si->si_code == SI_TIMER && kind >= 0 && kind != kFreeze) {
-    if (kind == kRetryFatal) lifecycle::on_retry_fatal(si);
+    if (kind == kRetryFatal) lifecycle::on_retry_fatal(si, nullptr);
     return true;
   }
   if (si->si_code == SI_QUEUE && si->si_pid == g.pid && kind == kFreeze) {

@@ -114,7 +114,7 @@ void fatal(int sig, siginfo_t* si, void* uc) {
   // A fault signal sent (kill, raise) to a thread whose mask the program
   // has blocking it: the kernel's mask does not have it (sigmask.h), so it
   // is kept pending and blocked here, as it would have been.
-  if (!synchronous_fault(sig, si) && sigmask::view_blocks(sig)) {
+  if (!synchronous_fault(sig, si) && sigmask::view_blocks(sig) && !lifecycle::retry_forced(sig)) {
     sigaddset(&static_cast<ucontext_t*>(uc)->uc_sigmask, sig);
     syscall(SYS_rt_tgsigqueueinfo, syscall(SYS_getpid), sys::gettid(), sig, si);
     errno = saved;
@@ -133,6 +133,11 @@ void fatal(int sig, siginfo_t* si, void* uc) {
   // abort) is sent again; it stays pending until this handler returns.
   if (!synchronous_fault(sig, si)) syscall(SYS_tgkill, syscall(SYS_getpid), sys::gettid(), sig);
   errno = saved;
+}
+
+bool serves_default(int sig) {
+  struct sigaction k;
+  return in_range(sig) && real::sigaction()(sig, nullptr, &k) == 0 && is_ours(k) && k.sa_sigaction == fatal_handler;
 }
 
 void snapshot(int sig, siginfo_t* si, void* uc) {

@@ -40,6 +40,8 @@ int on_sigignore(int sig);
 
 // A fatal signal's stop and death (signal context).
 void fatal(int sig, siginfo_t* si, void* uc);
+// The fatal handler stands in for the program's SIG_DFL of sig now.
+bool serves_default(int sig);
 // The snapshot signal (signal context): asks the snapshot worker, nothing
 // more (it never writes in a handler).
 void snapshot(int sig, siginfo_t* si, void* uc);

@@ -167,6 +167,25 @@ def test_no_thread_runs_on_after_a_crash(ctx):
     check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "PROFILE_DIR holds %s\n%s" % (pprofs(d), r.describe()))
 
 
+def test_sigterm_in_malloc_then_every_signal_blocked(ctx):
+    """SIGTERM sent to a worker inside malloc, which then blocks every
+    signal: the shim defers a signal that comes inside the allocator and
+    sends it again 1 ms later; that retry met the worker's new mask and
+    stayed pending, and the process, gone at once without the shim, hung
+    for good (the stress run's "outside" hang in CI). Where the worker then
+    waits in sigwait, the retry is the shim's own signal taken there, and
+    the stop may run there (it used to be deferred until it gave up and
+    wrote nothing). Two runs of each, each dying of SIGTERM as the plain
+    one does, with the profiles written."""
+    for i, wait in enumerate(["pause", "sigwait", "pause", "sigwait"]):
+        plain, r, d = _both(ctx, ["sig_habits", "termblock", wait], timeout=30)
+        _same_as_plain(plain, r, "termblock %s" % wait)
+        check(plain.status.is_signal(signal.SIGTERM) and r.status.key() == plain.status.key(),
+              "run %d: both must die of SIGTERM: plain %s, shim %s\n%s" % (i, plain.status, r.status, r.describe()))
+        check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"],
+              "run %d: PROFILE_DIR holds %s\n%s" % (i, pprofs(d), r.describe()))
+
+
 def test_single_threaded_program_can_unshare_a_user_namespace(ctx):
     """unshare(CLONE_NEWUSER) needs a single-threaded process: the shim
     starts no thread of its own while the program runs (its stop thread made

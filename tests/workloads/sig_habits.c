@@ -25,6 +25,11 @@
 //   unshare       unshare(CLONE_NEWUSER) and the Threads: count at main.
 //   tidreuse N    N threads one after another, then a thread named "worker"
 //                 burns 0.3 s.
+//   termblock     a worker allocates and frees in a loop; main sends it
+//                 SIGTERM (pthread_kill), then the worker blocks every signal
+//                 and waits (pause, or with "sigwait" sigwait on the full
+//                 set, printing what it got), as a pool's thread does as it
+//                 starts: without the shim the process is gone at the SIGTERM.
 // Threads that burn print "truth thread name=NAME tid=T cpu_ns=C".
 #define _GNU_SOURCE
 #include <errno.h>
@@ -152,6 +157,29 @@ static void* committer(void* arg) {
 
 static void* nothing(void* arg) { return arg; }
 
+static volatile int term_sent, term_sigwait;
+
+// Most of its time inside malloc and free, where the shim defers a fatal
+// signal and retries it a moment later.
+static void* term_blocker(void* arg) {
+  void* slots[64] = {0};
+  unsigned long r = 88172645463325252UL;
+  while (!term_sent) {
+    r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+    int i = (int)(r % 64);
+    free(slots[i]);
+    slots[i] = malloc(16 + r % 4096);
+  }
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, NULL);
+  for (int sig = 0;;) {
+    if (!term_sigwait) pause();
+    else if (sigwait(&all, &sig) == 0) printf("sigwait got %d\n", sig);
+  }
+  return arg;
+}
+
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
   setvbuf(stdout, NULL, _IOLBF, 0);
@@ -275,6 +303,15 @@ int main(int argc, char** argv) {
     pthread_t t;
     pthread_create(&t, NULL, worker, "worker");
     pthread_join(t, NULL);
+  } else if (!strcmp(mode, "termblock")) {
+    term_sigwait = argc > 2 && !strcmp(argv[2], "sigwait");
+    pthread_t t;
+    pthread_create(&t, NULL, term_blocker, NULL);
+    struct timespec ts = {0, 20000000};
+    nanosleep(&ts, NULL);
+    pthread_kill(t, SIGTERM);
+    term_sent = 1;
+    for (;;) pause();
   } else {
     fprintf(stderr, "sig_habits: unknown mode %s\n", mode);
     return 2;
