@@ -24,7 +24,11 @@ namespace {
 // The stop under way (one per image at a time: lifecycle's claim).
 finish::Context* g_ctx;
 void (*g_done)();
-__thread bool t_in_place;     // this thread runs a normal stop in place, bounded by a timer
+// This thread runs a normal stop in place, bounded by a timer: kUnderWay
+// from before the timer is armed until the stop is over, then kOver while
+// the timer is disarmed.
+enum Place { kNone, kUnderWay, kOver };
+__thread int t_in_place;
 __thread bool t_stop_thread;  // this thread is a stop thread
 __thread bool t_alone;        // the in-place stop is the process's only thread's
 __thread int t_watchdog;      // the in-place stop's watchdog timer
@@ -38,12 +42,13 @@ void finish_guarded(void* = nullptr) {
   if (!recover::run(run_finish, nullptr, &why)) finish::report_failure(*g_ctx, why);
 }
 
-void unblock_own_signal() {
+void own_signal_mask(int how) {
   sigset_t ours;
   sigemptyset(&ours);
   sigaddset(&ours, own_signal::number());
-  sigmask::unfiltered(SIG_UNBLOCK, &ours, nullptr);
+  sigmask::unfiltered(how, &ours, nullptr);
 }
+void unblock_own_signal() { own_signal_mask(SIG_UNBLOCK); }
 
 // Past the deadline the watchdog (the shim's signal on this thread) ends
 // the stop: on_watchdog(), or lifecycle's for a fatal stop.
@@ -71,14 +76,21 @@ void* stop_thread(void*) {
 }
 
 void in_place(void*) {
+  // The timer is armed with its signal held, so that its handler knows
+  // the stop and the timer's id however soon it fires: a process starved of
+  // CPU (a cgroup quota) may reach this point past the deadline, and a
+  // watchdog that fired before the stop was marked would be lost, leaving
+  // the stop unbounded.
+  own_signal_mask(SIG_BLOCK);
+  t_in_place = kUnderWay;
+  t_watchdog = arm_watchdog();
   // The watchdog's signal must reach this thread: a program's handler may
   // block it (one on its alternate stack).
   unblock_own_signal();
-  t_watchdog = arm_watchdog();
-  t_in_place = true;
   finish_guarded();
-  own_signal::disarm(t_watchdog);  // first: a watchdog from here on finds no stop
-  t_in_place = false;
+  t_in_place = kOver;  // a watchdog from here on finds the stop over
+  own_signal::disarm(t_watchdog);
+  t_in_place = kNone;
 }
 
 // The stop on the program's only thread: every signal but the watchdog's and
@@ -132,14 +144,16 @@ bool on_watchdog(void* uc) {
   // A normal stop run in place (exit() called in a signal handler, or on
   // the only thread): past its bound it is abandoned, and the program's
   // exit goes on.
-  if (!t_in_place) return false;
-  if (!recover::active()) return true;  // its work is over: the timer is being disarmed
+  if (t_in_place == kNone) return false;
+  if (t_in_place == kOver) return true;  // its work is over: the timer is being disarmed
   // Not from inside the allocator, the loader or libc: a lock left held
   // there would hang the program's next malloc or its exit. A moment later,
   // when the stop's own code has the thread again (such calls take
   // microseconds); 250 ms past the bound (a process starved of CPU gets few
-  // moments) the stop is left wherever it is.
-  if (sys::now_ns(CLOCK_MONOTONIC) < g_ctx->deadline_mono_ns + 250000000ull && stackwalk::holds_program_locks(uc)) {
+  // moments) the stop is left wherever it is. Nor before the stop has its
+  // recovery point, or after it: a moment later it is there, or over.
+  const bool late = sys::now_ns(CLOCK_MONOTONIC) >= g_ctx->deadline_mono_ns + 250000000ull;
+  if (!recover::active() || (!late && stackwalk::holds_program_locks(uc))) {
     own_signal::disarm(t_watchdog);
     t_watchdog = own_signal::arm_self(own_signal::kWatchdog, 1000000);
     return true;
