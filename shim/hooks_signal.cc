@@ -14,6 +14,9 @@
 #include "sys.h"
 
 #define EXPORT extern "C" __attribute__((visibility("default")))
+// The waits: a fatal signal that comes to a thread waiting here is stopped
+// for at once (stackwalk: a section it knows holds nothing).
+#define SIGWAIT __attribute__((section("profshim_sigwait"), noinline))
 
 namespace {
 
@@ -34,7 +37,7 @@ bool waits_for_ours(const sigset_t* set) {
 // sigwaitinfo / sigtimedwait that never hand the program one of the shim's
 // own signals (a CPU timer that fired while the thread entered the wait):
 // those are dealt with and the wait goes on, for what remains of it.
-int wait_info(const sigset_t* set, siginfo_t* info, const struct timespec* timeout) {
+SIGWAIT int wait_info(const sigset_t* set, siginfo_t* info, const struct timespec* timeout) {
   siginfo_t local;
   siginfo_t* si = info ? info : &local;
   uint64_t deadline = 0;
@@ -119,24 +122,24 @@ EXPORT int sigrelse(int sig) noexcept {
 // (ppoll, pselect and epoll_pwait are in hooks_wait.cc: the wait profile
 // times them.)
 
-EXPORT int sigsuspend(const sigset_t* mask) {
+EXPORT SIGWAIT int sigsuspend(const sigset_t* mask) {
   sigmask::TempView view(mask);
-  return real::sigsuspend()(mask);
+  return real::sigsuspend()(view.pass());
 }
 
 // --- waits ----------------------------------------------------------------------
 
-EXPORT int sigwaitinfo(const sigset_t* set, siginfo_t* info) {
+EXPORT SIGWAIT int sigwaitinfo(const sigset_t* set, siginfo_t* info) {
   if (!waits_for_ours(set)) return real::sigwaitinfo()(set, info);
   return wait_info(set, info, nullptr);
 }
 
-EXPORT int sigtimedwait(const sigset_t* set, siginfo_t* info, const struct timespec* timeout) {
+EXPORT SIGWAIT int sigtimedwait(const sigset_t* set, siginfo_t* info, const struct timespec* timeout) {
   if (!waits_for_ours(set)) return real::sigtimedwait()(set, info, timeout);
   return wait_info(set, info, timeout);
 }
 
-EXPORT int sigwait(const sigset_t* set, int* sig) {
+EXPORT SIGWAIT int sigwait(const sigset_t* set, int* sig) {
   if (!waits_for_ours(set)) return real::sigwait()(set, sig);
   // As glibc's: waits again after EINTR; an error number, not -1.
   for (;;) {

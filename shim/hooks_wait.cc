@@ -260,13 +260,13 @@ EXPORT int __poll_chk(struct pollfd* fds, nfds_t n, int timeout, size_t fdslen) 
 
 EXPORT int ppoll(struct pollfd* fds, nfds_t n, const struct timespec* timeout, const sigset_t* mask) {
   sigmask::TempView view(mask);
-  TIMED(waits::kPpoll, real::ppoll()(fds, n, timeout, mask));
+  TIMED(waits::kPpoll, real::ppoll()(fds, n, timeout, view.pass()));
 }
 
 EXPORT int __ppoll_chk(struct pollfd* fds, nfds_t n, const struct timespec* timeout, const sigset_t* mask,
                        size_t fdslen) {
   sigmask::TempView view(mask);
-  TIMED(waits::kPpoll, real::ppoll_chk()(fds, n, timeout, mask, fdslen));
+  TIMED(waits::kPpoll, real::ppoll_chk()(fds, n, timeout, view.pass(), fdslen));
 }
 
 EXPORT int select(int n, fd_set* r, fd_set* w, fd_set* e, struct timeval* timeout) {
@@ -275,7 +275,7 @@ EXPORT int select(int n, fd_set* r, fd_set* w, fd_set* e, struct timeval* timeou
 
 EXPORT int pselect(int n, fd_set* r, fd_set* w, fd_set* e, const struct timespec* timeout, const sigset_t* mask) {
   sigmask::TempView view(mask);
-  TIMED(waits::kPselect, real::pselect()(n, r, w, e, timeout, mask));
+  TIMED(waits::kPselect, real::pselect()(n, r, w, e, timeout, view.pass()));
 }
 
 EXPORT int epoll_wait(int epfd, struct epoll_event* ev, int max, int timeout) {
@@ -284,7 +284,7 @@ EXPORT int epoll_wait(int epfd, struct epoll_event* ev, int max, int timeout) {
 
 EXPORT int epoll_pwait(int epfd, struct epoll_event* ev, int max, int timeout, const sigset_t* mask) {
   sigmask::TempView view(mask);
-  TIMED(waits::kEpollPwait, real::epoll_pwait()(epfd, ev, max, timeout, mask));
+  TIMED(waits::kEpollPwait, real::epoll_pwait()(epfd, ev, max, timeout, view.pass()));
 }
 
 // --- sleeps and children ----------------------------------------------------------

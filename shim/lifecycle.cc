@@ -57,6 +57,7 @@ volatile uint32_t g_done = 0;        // futex word: the stop finished
 std::atomic<int> g_fatal_sig{0}, g_deferred_sig{0}, g_retries{0};
 __thread bool t_stopping;     // this thread runs a stop inline (a fatal signal's)
 __thread int t_deferred_sig;  // a fatal signal this thread deferred, until its retry
+__thread int t_retry_timer;   // and that retry's timer
 // The retry of a fatal signal this thread deferred, taken although the
 // thread has blocked it since (a worker that blocks every signal as it
 // starts): the kernel had given it to this thread already, and without the
@@ -64,7 +65,7 @@ __thread int t_deferred_sig;  // a fatal signal this thread deferred, until its 
 // the interrupted mask gets the signal back (t_forced_mask).
 __thread int t_forced_sig;
 __thread bool t_forced_mask;
-__thread int t_retry_in_wait;  // that retry, taken in a sigwait: the shim's wrapper, which holds nothing
+__thread int t_retry_in_wait;  // that retry, raised in a sigwait's wrapper, which holds nothing
 __thread bool t_ending;       // past its start routine: in glibc's thread teardown
 const config::Config* g_cfg;  // setup's (setup.cc), never destroyed
 
@@ -267,7 +268,7 @@ bool retry_forced(int sig) { return t_forced_sig == sig; }
 
 bool stop_on_fatal(int sig, siginfo_t* si, void* uc) {
   const bool forced_mask = t_forced_sig == sig && t_forced_mask, in_wait = t_retry_in_wait == sig;
-  t_forced_sig = 0;
+  if (t_forced_sig == sig) t_forced_sig = 0;  // another fatal signal's handler may come first
   if (g_state.load() == kInert || vfork_child()) return false;
   bool fault = signals::synchronous_fault(sig, si);
   // A fault inside the stop itself ends the stop, not the process; so does
@@ -312,7 +313,7 @@ bool fatal_on_this_stack(const FatalCall& c) {
   void* uc = c.uc;
   bool fault = signals::synchronous_fault(sig, si);
   int state = g_state.load();
-  if ((state == kRunning || state == kStopping) && !c.in_wait && stackwalk::interrupted_in_unsafe_code(uc)) {
+  if ((state == kRunning || state == kStopping) && stackwalk::interrupted_in_unsafe_code(uc, c.in_wait)) {
     // Inside the allocator (or the loader, or the shim): its locks may be
     // held by this very thread, and a stop -- ours, or one under way on
     // another thread -- needs them. A sent signal is taken again in a
@@ -334,7 +335,11 @@ bool fatal_on_this_stack(const FatalCall& c) {
         return true;
       }
       t_deferred_sig = sig;
-      if (own_signal::arm_self(own_signal::kRetryFatal, kRetryNs) >= 0) return true;
+      t_retry_timer = own_signal::arm_self(own_signal::kRetryFatal, kRetryNs);
+      if (t_retry_timer >= 0) {
+        sigmask::set_retry_pending(true);
+        return true;
+      }
       t_deferred_sig = 0;
     }
     if (claim_stop(signal_name(sig))) {
@@ -386,8 +391,10 @@ void on_retry_fatal(const siginfo_t* si, void* uc) {
   // program now is, where the fatal handler meets it; in a sigwait that
   // took our signal, at once.
   if (si) syscall(SYS_timer_delete, si->si_timerid);
-  int sig = g_deferred_sig.load();
+  // This thread's own (two threads may each have deferred one).
+  int sig = t_deferred_sig ? t_deferred_sig : g_deferred_sig.load();
   t_deferred_sig = 0;
+  sigmask::set_retry_pending(false);
   if (sig <= 0) return;
   sigset_t one, now;
   sigemptyset(&one);
@@ -408,11 +415,13 @@ void on_retry_fatal(const siginfo_t* si, void* uc) {
     return;
   }
   t_retry_in_wait = sig;
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // all stored before the handler runs
   syscall(SYS_tgkill, raw_getpid(), sys::gettid(), sig);  // unblocked: its handler runs on the way back
   if (force && in_mask) {
     sigmask::unfiltered(SIG_UNBLOCK, &one, nullptr);  // the handler runs here
     sigmask::unfiltered(SIG_BLOCK, &one, nullptr);    // as the program had it
   }
+  std::atomic_signal_fence(std::memory_order_seq_cst);
   t_retry_in_wait = 0;
 }
 
@@ -479,6 +488,8 @@ void thread_ending() {
   // that is gone: sent again to the process, for a thread that is there.
   if (int sig = t_deferred_sig) {
     t_deferred_sig = 0;
+    own_signal::disarm(t_retry_timer);
+    sigmask::set_retry_pending(false);
     syscall(SYS_kill, raw_getpid(), sig);
   }
 }

@@ -14,6 +14,7 @@ uint64_t g_kept;  // 0 when inert: every wrapper passes straight through
 int g_ours;
 __thread uint64_t t_view;  // the kept signals the program wants blocked on this thread
 __thread int t_internal;
+__thread bool t_retry_pending;
 
 uint64_t bit(int sig) { return sig > 0 && sig <= 64 ? uint64_t(1) << (sig - 1) : 0; }
 
@@ -105,12 +106,20 @@ void commit(const Change& c, int rc, sigset_t* old) {
     for (uint64_t k = c.before; k; k &= k - 1) sigaddset(old, __builtin_ctzll(k) + 1);
 }
 
-TempView::TempView(const sigset_t* mask) : saved(t_view), active(mask && g_kept) {
-  if (active) t_view = kept_in(mask);
+TempView::TempView(const sigset_t* mask) : saved(t_view), active(mask && g_kept), passed(mask) {
+  if (!active) return;
+  t_view = kept_in(mask);
+  if (t_retry_pending && sigismember(mask, g_ours) == 1) {
+    memcpy(&copy, mask, sizeof copy);
+    sigdelset(&copy, g_ours);
+    passed = &copy;
+  }
 }
 TempView::~TempView() {
   if (active) t_view = saved;
 }
+
+void set_retry_pending(bool pending) { t_retry_pending = pending; }
 
 void unblock_for_program(int sig) {
   t_view &= ~bit(sig);

@@ -46,13 +46,21 @@ void unblock_for_program(int sig);
 // For a call that waits with a mask of its own (sigsuspend, ppoll,
 // pselect, epoll_pwait): the view is that mask's while it waits, so a signal
 // the shim kept pending for the program is delivered or kept as the
-// program's temporary mask says.
+// program's temporary mask says. The mask passes to the kernel unchanged
+// (pass()), except while a fatal signal deferred on this thread waits for
+// its retry on the shim's signal: then without it, or the retry would wait
+// as long as the call does, possibly for ever.
 struct TempView {
   uint64_t saved;
   bool active;
+  const sigset_t* passed;
+  sigset_t copy;
   explicit TempView(const sigset_t* mask);
   ~TempView();
+  const sigset_t* pass() const { return passed; }
 };
+// lifecycle's: a fatal signal deferred on this thread, its retry to come.
+void set_retry_pending(bool pending);
 
 // A persistent mask change: prepare() gives the set to hand the kernel (set
 // itself, or c->copy without our signal) and records the view the call

@@ -6,6 +6,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
+
 #include "atomic_file.h"
 #include "freeze.h"
 #include "heap.h"
@@ -84,12 +86,15 @@ void in_place(void*) {
   own_signal_mask(SIG_BLOCK);
   t_in_place = kUnderWay;
   t_watchdog = arm_watchdog();
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // both stored before the watchdog's handler can run
   // The watchdog's signal must reach this thread: a program's handler may
   // block it (one on its alternate stack).
   unblock_own_signal();
   finish_guarded();
   t_in_place = kOver;  // a watchdog from here on finds the stop over
+  std::atomic_signal_fence(std::memory_order_seq_cst);
   own_signal::disarm(t_watchdog);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
   t_in_place = kNone;
 }
 

@@ -27,12 +27,16 @@
 //                 burns 0.3 s.
 //   termblock     a worker allocates and frees in a loop; main sends it
 //                 SIGTERM (pthread_kill), then the worker blocks every signal
-//                 and waits (pause, or with "sigwait" sigwait on the full
-//                 set, printing what it got), as a pool's thread does as it
+//                 and waits (pause; "sigwait": sigwait on the full set,
+//                 printing what it got; "sigsuspend" or "ppoll": with the full
+//                 set as the call's mask), as a pool's thread does as it
 //                 starts: without the shim the process is gone at the SIGTERM.
+//   suspend       prints "ready", then sigsuspend(empty set) until a signal
+//                 ends it (the classic wait for SIGTERM).
 // Threads that burn print "truth thread name=NAME tid=T cpu_ns=C".
 #define _GNU_SOURCE
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -157,7 +161,8 @@ static void* committer(void* arg) {
 
 static void* nothing(void* arg) { return arg; }
 
-static volatile int term_sent, term_sigwait;
+static volatile int term_sent;
+static const char* term_wait = "pause";
 
 // Most of its time inside malloc and free, where the shim defers a fatal
 // signal and retries it a moment later.
@@ -174,8 +179,15 @@ static void* term_blocker(void* arg) {
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, NULL);
   for (int sig = 0;;) {
-    if (!term_sigwait) pause();
-    else if (sigwait(&all, &sig) == 0) printf("sigwait got %d\n", sig);
+    if (!strcmp(term_wait, "sigwait")) {
+      if (sigwait(&all, &sig) == 0) printf("sigwait got %d\n", sig);
+    } else if (!strcmp(term_wait, "sigsuspend")) {
+      sigsuspend(&all);
+    } else if (!strcmp(term_wait, "ppoll")) {
+      ppoll(NULL, 0, NULL, &all);
+    } else {
+      pause();
+    }
   }
   return arg;
 }
@@ -304,7 +316,7 @@ int main(int argc, char** argv) {
     pthread_create(&t, NULL, worker, "worker");
     pthread_join(t, NULL);
   } else if (!strcmp(mode, "termblock")) {
-    term_sigwait = argc > 2 && !strcmp(argv[2], "sigwait");
+    if (argc > 2) term_wait = argv[2];
     pthread_t t;
     pthread_create(&t, NULL, term_blocker, NULL);
     struct timespec ts = {0, 20000000};
@@ -312,6 +324,11 @@ int main(int argc, char** argv) {
     pthread_kill(t, SIGTERM);
     term_sent = 1;
     for (;;) pause();
+  } else if (!strcmp(mode, "suspend")) {
+    sigset_t none;
+    sigemptyset(&none);
+    printf("ready\n");
+    for (;;) sigsuspend(&none);
   } else {
     fprintf(stderr, "sig_habits: unknown mode %s\n", mode);
     return 2;
