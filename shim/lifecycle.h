@@ -11,7 +11,8 @@
 // fatal signal's stop has a timer as its watchdog: when the bound passes
 // the process dies of its signal as it would have. A fatal signal that
 // comes while its thread is inside the allocator (whose locks the stop
-// needs) is taken again a millisecond later, when the thread has left it.
+// needs) is taken again a millisecond later, when the thread has left it
+// (fatal_stop.cc).
 #pragma once
 #include <signal.h>
 #include <stdint.h>
