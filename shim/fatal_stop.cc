@@ -85,6 +85,16 @@ namespace core {
 
 void reset_fatal_retries() { g_retries.store(0); }
 
+void fatal_after_fork() {
+  // The parent's deferred signal is the parent's (its timer is not
+  // inherited): nothing is due on the child's thread.
+  g_retries.store(0);
+  g_deferred_sig.store(0);
+  t_deferred_sig = 0;
+  t_forced_sig = 0;
+  sigmask::set_retry_pending(false);
+}
+
 void fatal_thread_ending() {
   t_ending = true;
   // A fatal signal this thread deferred, whose retry would come to a thread

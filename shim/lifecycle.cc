@@ -171,7 +171,7 @@ void after_fork_in_child() {
   g_threads.store(started ? 1 : 0);
   g_main_exited.store(started);
   g_execs.store(0);
-  reset_fatal_retries();
+  fatal_after_fork();
   if (cfg().cpu_hz) sampler::reset_after_fork();
   if (cfg().wait_sample_ns) waits::reset_after_fork();
   begin_image(true);

@@ -33,9 +33,10 @@ void mark_done();
 // removes what is half-written, and lets the caller go on. Signal-safe.
 void wait_done();
 
-// fatal_stop.cc's, for lifecycle.cc: a new image's retries start afresh; a
-// thread in its teardown.
+// fatal_stop.cc's, for lifecycle.cc: a new image's retries start afresh;
+// a fork child has none due; a thread in its teardown.
 void reset_fatal_retries();
+void fatal_after_fork();
 void fatal_thread_ending();
 
 }  // namespace core
