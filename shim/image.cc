@@ -158,8 +158,12 @@ void setup(const config::Config* cfg, pid_t me) {
 }
 
 void after_fork(pid_t me) {
+  // The parent is the image that forked (its pid is still ours here), not
+  // getppid(): a parent that exited before this child first ran (a loaded
+  // machine, a daemon's parent returning at once) has left it reparented
+  // already, and it would never count itself orphaned (heir()).
+  g_parent = g_pid.load();
   g_pid.store(me);
-  g_parent = getppid();
   g_root.store(false);
   g_gen.store(0);
   g_claimed_base[0] = 0;  // a new image: the parent's choice is not its own

@@ -13,6 +13,7 @@
 //                                    backends), waits for them,
 //                                    then works and exits.
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,13 +37,19 @@ __attribute__((noinline, noclone)) void daemon_work(void) {
 int main(int argc, char** argv) {
   if (argc != 3) return 2;
   int dbl = !strcmp(argv[1], "double");
+  const pid_t root = getpid();
   if (fork() != 0) return 0;
   setsid();
+  const pid_t mid = getpid();
   if (dbl && fork() != 0) _exit(0);
   int fd = open("/dev/null", O_RDWR);
   dup2(fd, 0), dup2(fd, 1), dup2(fd, 2);
   if (fd > 2) close(fd);
-  usleep(200000);  // the parent (and intermediate) gone before the work
+  // The parent (and the intermediate) gone before the work, their stops
+  // over: a daemon's life is longer than its parent's stop. A fixed 0.2 s
+  // was not that on a loaded machine: the parent, still writing, was alive
+  // at the daemon's stop, which then did not take NAME. At most 60 s.
+  for (int i = 0; i < 6000 && (kill(root, 0) == 0 || (dbl && getppid() == mid)); i++) usleep(10000);
   char tmp[4096];
   snprintf(tmp, sizeof tmp, "%s.tmp", argv[2]);
   FILE* f = fopen(tmp, "w");
