@@ -250,8 +250,12 @@ void on_retry_fatal(const siginfo_t* si, void* uc) {
   // kernel gave it to this thread; a retry left pending would hang a
   // process that, without the shim, had ended), unless the program has
   // taken the signal over by now.
+  // Not once a stop is claimed: then the mask that holds it is the stop's
+  // own (a fatal handler's, an in-place stop's), and the signal waits for
+  // the stop's end, when the process dies of it anyway.
   const bool in_mask = sigismember(back, sig) == 1;
-  const bool force = (in_mask || sigmask::view_blocks(sig)) && signals::serves_default(sig);
+  const bool force = (in_mask || sigmask::view_blocks(sig)) && g_state.load() == kRunning &&
+                     signals::serves_default(sig);
   if (force) t_forced_sig = sig, t_forced_mask = in_mask;
   if (uc) {
     if (force) sigdelset(back, sig);

@@ -14,14 +14,17 @@
 #include "sys.h"
 
 #define EXPORT extern "C" __attribute__((visibility("default")))
-// The waits: a fatal signal that comes to a thread waiting here is stopped
-// for at once (stackwalk: a section it knows holds nothing).
-#define SIGWAIT __attribute__((section("profshim_sigwait"), noinline))
+// The masks and the waits hold nothing: a fatal signal that comes to a
+// thread here (a pending one delivered as the mask call unblocks it, one
+// that ends a wait) is stopped for at once, as the kernel would have ended
+// the process there (stackwalk: a section it knows is safe).
+#define SIGCALL __attribute__((section("profshim_sigcall"), noinline))
 
 namespace {
 
-template <typename Call>
-int masked(int how, const sigset_t* set, sigset_t* old, Call call) {
+using MaskCall = int (*)(int, const sigset_t*, sigset_t*);
+
+SIGCALL int masked(int how, const sigset_t* set, sigset_t* old, MaskCall call) {
   if (!sigmask::ours() || sigmask::internal()) return call(how, set, old);
   sigmask::Change c;
   sigmask::prepare(how, set, &c);
@@ -37,7 +40,7 @@ bool waits_for_ours(const sigset_t* set) {
 // sigwaitinfo / sigtimedwait that never hand the program one of the shim's
 // own signals (a CPU timer that fired while the thread entered the wait):
 // those are dealt with and the wait goes on, for what remains of it.
-SIGWAIT int wait_info(const sigset_t* set, siginfo_t* info, const struct timespec* timeout) {
+SIGCALL int wait_info(const sigset_t* set, siginfo_t* info, const struct timespec* timeout) {
   siginfo_t local;
   siginfo_t* si = info ? info : &local;
   uint64_t deadline = 0;
@@ -91,24 +94,24 @@ EXPORT int siginterrupt(int sig, int interrupt) noexcept { return signals::on_si
 
 // --- masks --------------------------------------------------------------------
 
-EXPORT int sigprocmask(int how, const sigset_t* set, sigset_t* old) noexcept {
+EXPORT SIGCALL int sigprocmask(int how, const sigset_t* set, sigset_t* old) noexcept {
   return masked(how, set, old, real::sigprocmask());
 }
 
-EXPORT int pthread_sigmask(int how, const sigset_t* set, sigset_t* old) noexcept {
+EXPORT SIGCALL int pthread_sigmask(int how, const sigset_t* set, sigset_t* old) noexcept {
   return masked(how, set, old, real::pthread_sigmask());
 }
 
 // glibc implements these with its internal sigprocmask, which no interposer
 // sees: through the interposed one, so the view stays the program's.
-EXPORT int sighold(int sig) noexcept {
+EXPORT SIGCALL int sighold(int sig) noexcept {
   if (!sigmask::ours()) return real::sighold()(sig);
   sigset_t one;
   if (sigemptyset(&one) < 0 || sigaddset(&one, sig) < 0) return -1;
   return sigprocmask(SIG_BLOCK, &one, nullptr);
 }
 
-EXPORT int sigrelse(int sig) noexcept {
+EXPORT SIGCALL int sigrelse(int sig) noexcept {
   if (!sigmask::ours()) return real::sigrelse()(sig);
   sigset_t one;
   if (sigemptyset(&one) < 0 || sigaddset(&one, sig) < 0) return -1;
@@ -122,24 +125,24 @@ EXPORT int sigrelse(int sig) noexcept {
 // (ppoll, pselect and epoll_pwait are in hooks_wait.cc: the wait profile
 // times them.)
 
-EXPORT SIGWAIT int sigsuspend(const sigset_t* mask) {
+EXPORT SIGCALL int sigsuspend(const sigset_t* mask) {
   sigmask::TempView view(mask);
   return real::sigsuspend()(view.pass());
 }
 
 // --- waits ----------------------------------------------------------------------
 
-EXPORT SIGWAIT int sigwaitinfo(const sigset_t* set, siginfo_t* info) {
+EXPORT SIGCALL int sigwaitinfo(const sigset_t* set, siginfo_t* info) {
   if (!waits_for_ours(set)) return real::sigwaitinfo()(set, info);
   return wait_info(set, info, nullptr);
 }
 
-EXPORT SIGWAIT int sigtimedwait(const sigset_t* set, siginfo_t* info, const struct timespec* timeout) {
+EXPORT SIGCALL int sigtimedwait(const sigset_t* set, siginfo_t* info, const struct timespec* timeout) {
   if (!waits_for_ours(set)) return real::sigtimedwait()(set, info, timeout);
   return wait_info(set, info, timeout);
 }
 
-EXPORT SIGWAIT int sigwait(const sigset_t* set, int* sig) {
+EXPORT SIGCALL int sigwait(const sigset_t* set, int* sig) {
   if (!waits_for_ours(set)) return real::sigwait()(set, sig);
   // As glibc's: waits again after EINTR; an error number, not -1.
   for (;;) {

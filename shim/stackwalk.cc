@@ -18,10 +18,10 @@ extern "C" void* __tls_get_addr(void*);  // the dynamic loader's: a probe for it
 // The wait profile's wrappers (hooks_wait.cc), in a section of their own.
 extern "C" char __start_profshim_wait[] __attribute__((weak, visibility("hidden")));
 extern "C" char __stop_profshim_wait[] __attribute__((weak, visibility("hidden")));
-// The signal waits' wrappers (hooks_signal.cc): a fatal signal comes there
-// to a thread that holds nothing.
-extern "C" char __start_profshim_sigwait[] __attribute__((weak, visibility("hidden")));
-extern "C" char __stop_profshim_sigwait[] __attribute__((weak, visibility("hidden")));
+// The signal masks' and waits' wrappers (hooks_signal.cc): a fatal signal
+// comes there to a thread that holds nothing.
+extern "C" char __start_profshim_sigcall[] __attribute__((weak, visibility("hidden")));
+extern "C" char __stop_profshim_sigcall[] __attribute__((weak, visibility("hidden")));
 
 namespace stackwalk {
 namespace {
@@ -276,12 +276,13 @@ bool in_unsafe_code(uint64_t pc) {
   // The frames the shim puts under main and every thread's start routine
   // hold nothing: every stack of the program passes through them. Nor do
   // the wait profile's wrappers (hooks_wait.cc) around a blocking call, where
-  // a thread spends most of its life, nor the signal waits' (sigsuspend,
-  // sigwait: the classic way to wait for SIGTERM); the engine they call
-  // after it (waits.cc) is outside their section and stays unsafe.
+  // a thread spends most of its life, nor the signal masks' and waits'
+  // (sigprocmask unblocking a pending SIGINT; sigsuspend, sigwait: the
+  // classic ways to wait for SIGTERM); the engine they call after it
+  // (waits.cc) is outside their section and stays unsafe.
   if (pc >= wrappers::begin() && pc < wrappers::end()) return false;
   if (pc >= uint64_t(__start_profshim_wait) && pc < uint64_t(__stop_profshim_wait)) return false;
-  if (pc >= uint64_t(__start_profshim_sigwait) && pc < uint64_t(__stop_profshim_sigwait)) return false;
+  if (pc >= uint64_t(__start_profshim_sigcall) && pc < uint64_t(__stop_profshim_sigcall)) return false;
   return in(kShim, pc) || in(kLoader, pc);
 }
 
@@ -290,10 +291,10 @@ bool interrupted_in_unsafe_code(void* uc, bool from_sigwait) {
   int n = from_signal(uc, frames, 32);
   int i = 0;
   if (from_sigwait) {
-    auto in_sigwait = [](uint64_t pc) {
-      return pc >= uint64_t(__start_profshim_sigwait) && pc < uint64_t(__stop_profshim_sigwait);
+    auto in_sigcall = [](uint64_t pc) {
+      return pc >= uint64_t(__start_profshim_sigcall) && pc < uint64_t(__stop_profshim_sigcall);
     };
-    while (i < n && !in_sigwait(pc_of(frames[i]))) ++i;
+    while (i < n && !in_sigcall(pc_of(frames[i]))) ++i;
     if (i == n) i = 0;  // not found: every frame counts
   }
   for (; i < n; ++i)

@@ -71,7 +71,7 @@ bool in_unsafe_code(uint64_t pc);
 // its first frames (a thread inside malloc, or inside a lock jemalloc took).
 // from_sigwait: the signal was raised by the shim's own code in a signal
 // wait's wrapper (a fatal signal's retry taken there): only the frames from
-// that wrapper on count.
+// that wrapper (section profshim_sigcall) on count.
 bool interrupted_in_unsafe_code(void* ucontext, bool from_sigwait = false);
 // Whether the stop a signal interrupted (its watchdog's) is inside code
 // whose locks the program needs once the stop is left: the allocator, the

@@ -204,6 +204,22 @@ def test_sigterm_to_a_process_in_sigsuspend(ctx):
               "run %d: PROFILE_DIR holds %s\n%s" % (i, pprofs(d), r.describe()))
 
 
+def test_pending_sigint_unblocked_ends_the_process_there(ctx):
+    """A SIGINT pending while blocked, its disposition SIG_DFL, then
+    unblocked (coreutils timeout dies of the signal it got this way): the
+    kernel delivers it as sigprocmask returns, inside the shim's wrapper,
+    which the shim took for code holding its locks: it deferred the signal,
+    the program ran on (printed "after the unblock") and sent a second
+    SIGINT, whose stop the first one's retry then killed halfway (no files,
+    no line). Five runs: as plain, with the profiles and one line."""
+    for i in range(5):
+        plain, r, d = _both(ctx, ["sig_habits", "pending"])
+        check(plain.status.is_signal(signal.SIGINT), "the plain run must die of SIGINT: %s" % plain.status)
+        _same_as_plain(plain, r, "pending run %d" % i)
+        check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"] and len(r.summary_lines()) == 1,
+              "run %d: PROFILE_DIR holds %s\n%s" % (i, pprofs(d), r.describe()))
+
+
 def test_single_threaded_program_can_unshare_a_user_namespace(ctx):
     """unshare(CLONE_NEWUSER) needs a single-threaded process: the shim
     starts no thread of its own while the program runs (its stop thread made

@@ -33,6 +33,11 @@
 //                 starts: without the shim the process is gone at the SIGTERM.
 //   suspend       prints "ready", then sigsuspend(empty set) until a signal
 //                 ends it (the classic wait for SIGTERM).
+//   pending       SIGINT sent to itself while blocked, its disposition set
+//                 to SIG_DFL, then unblocked (coreutils timeout's way to die
+//                 of the signal it got): dies there; it prints a line before
+//                 the unblock and one after, which without the shim never
+//                 comes; a second SIGINT follows.
 // Threads that burn print "truth thread name=NAME tid=T cpu_ns=C".
 #define _GNU_SOURCE
 #include <errno.h>
@@ -323,6 +328,18 @@ int main(int argc, char** argv) {
     nanosleep(&ts, NULL);
     pthread_kill(t, SIGTERM);
     term_sent = 1;
+    for (;;) pause();
+  } else if (!strcmp(mode, "pending")) {
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, SIGINT);
+    sigprocmask(SIG_BLOCK, &one, NULL);
+    kill(getpid(), SIGINT);
+    signal(SIGINT, SIG_DFL);
+    printf("before the unblock\n");
+    sigprocmask(SIG_UNBLOCK, &one, NULL);
+    printf("after the unblock\n");
+    kill(getpid(), SIGINT);
     for (;;) pause();
   } else if (!strcmp(mode, "suspend")) {
     sigset_t none;
