@@ -36,7 +36,7 @@ const int kFatal[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGABRT, SIGSEGV, SIGBUS
 // any action: whether its sa_mask named the shim's signal.
 // And whether it asked for SA_RESTART (ours for the snapshot signal adds
 // it: a snapshot asked must not make the program's read() fail with EINTR).
-enum : uint8_t { kInfo = 1, kOnstack = 2, kRestorer = 4, kMaskOurs = 8, kRestart = 16 };
+enum : uint8_t { kInfo = 1, kOnstack = 2, kRestorer = 4, kMaskOurs = 8, kRestart = 16, kResetHand = 32 };
 
 struct State {
   bool active;
@@ -46,6 +46,10 @@ struct State {
   // glibc's _sigintr: the signals siginterrupt() made interrupting, which
   // glibc's signal() installs without SA_RESTART.
   std::atomic<uint64_t> sigintr;
+  // A program's one-shot handler (SA_RESETHAND) on a managed signal, as
+  // it asked for it; read in the handler through the sequence number.
+  struct sigaction oneshot[NSIG];
+  std::atomic<uint32_t> oneshot_seq[NSIG];
 };
 State g;  // zero-initialised: no dynamic initialiser (DESIGN "Globals")
 
@@ -53,9 +57,29 @@ bool is_default(const struct sigaction* a) { return a->sa_handler == SIG_DFL; }
 
 void fatal_handler(int sig, siginfo_t* si, void* uc) { fatal(sig, si, uc); }
 void snapshot_handler(int sig, siginfo_t* si, void* uc) { snapshot(sig, si, uc); }
+void oneshot_handler(int sig, siginfo_t* si, void* uc);
 
 bool is_ours(const struct sigaction& k) {
   return (k.sa_flags & SA_SIGINFO) && (k.sa_sigaction == fatal_handler || k.sa_sigaction == snapshot_handler);
+}
+bool is_oneshot(const struct sigaction& k) { return (k.sa_flags & SA_SIGINFO) && k.sa_sigaction == oneshot_handler; }
+
+void read_oneshot(int sig, struct sigaction* out) {
+  for (;;) {
+    uint32_t s = g.oneshot_seq[sig].load(std::memory_order_acquire);
+    if (s & 1) continue;
+    memcpy(out, &g.oneshot[sig], sizeof *out);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (g.oneshot_seq[sig].load(std::memory_order_relaxed) == s) return;
+  }
+}
+
+// Callers hold every signal blocked: a delivery on this thread cannot spin
+// on a half-written action.
+void write_oneshot(int sig, const struct sigaction* act) {
+  g.oneshot_seq[sig].fetch_add(1, std::memory_order_acq_rel);
+  memcpy(&g.oneshot[sig], act, sizeof *act);
+  g.oneshot_seq[sig].fetch_add(1, std::memory_order_release);
 }
 
 uint8_t bits_for(const struct sigaction* act, bool standing_in) {
@@ -66,6 +90,7 @@ uint8_t bits_for(const struct sigaction* act, bool standing_in) {
     if (act->sa_flags & SA_SIGINFO) b |= kInfo;
     if (act->sa_flags & SA_ONSTACK) b |= kOnstack;
     if (act->sa_flags & SA_RESTART) b |= kRestart;
+    if (act->sa_flags & SA_RESETHAND) b |= kResetHand;
     b |= kRestorer;  // the program's action goes through glibc, which adds it
   }
   return b;
@@ -78,21 +103,35 @@ int install_ours(int sig, const struct sigaction* prog, struct sigaction* old) {
   memset(&sa, 0, sizeof sa);
   bool snap = sig == g.snapshot_sig;
   sa.sa_sigaction = snap ? snapshot_handler : fatal_handler;
-  sa.sa_flags = (prog->sa_flags & ~SA_RESTORER) | SA_SIGINFO | SA_ONSTACK | (snap ? SA_RESTART : 0);
+  // Never one-shot in the kernel: ours must stay (the view keeps the flag).
+  sa.sa_flags = (prog->sa_flags & ~(SA_RESTORER | SA_RESETHAND)) | SA_SIGINFO | SA_ONSTACK | (snap ? SA_RESTART : 0);
   memcpy(&sa.sa_mask, &prog->sa_mask, sizeof sa.sa_mask);
   if (int ours = sigmask::ours()) sigdelset(&sa.sa_mask, ours);
   return real::sigaction()(sig, &sa, old);
 }
 
 // What the program would have been told of the kernel's action k.
-void view_of(const struct sigaction& k, uint8_t b, struct sigaction* out) {
+// prev: the program's one-shot action this call replaced (k's, then).
+void view_of(int sig, const struct sigaction& k, uint8_t b, struct sigaction* out,
+             const struct sigaction* prev = nullptr) {
   *out = k;
   if (is_ours(k)) {
     out->sa_handler = SIG_DFL;
-    out->sa_flags = (k.sa_flags & ~(SA_SIGINFO | SA_ONSTACK | SA_RESTORER | SA_RESTART)) |
+    out->sa_flags = (k.sa_flags & ~(SA_SIGINFO | SA_ONSTACK | SA_RESTORER | SA_RESTART | SA_RESETHAND)) |
                     ((b & kInfo) ? SA_SIGINFO : 0) | ((b & kOnstack) ? SA_ONSTACK : 0) |
-                    ((b & kRestorer) ? SA_RESTORER : 0) | ((b & kRestart) ? SA_RESTART : 0);
+                    ((b & kRestorer) ? SA_RESTORER : 0) | ((b & kRestart) ? SA_RESTART : 0) |
+                    ((b & kResetHand) ? SA_RESETHAND : 0);
     if (!(b & kRestorer)) out->sa_restorer = nullptr;
+  } else if (is_oneshot(k)) {
+    // The program's handler and SA_RESETHAND; the rest as the kernel keeps
+    // it (its flags filtered, SIGKILL and SIGSTOP out of the mask).
+    struct sigaction prog;
+    if (prev)
+      memcpy(&prog, prev, sizeof prog);
+    else
+      read_oneshot(sig, &prog);
+    out->sa_handler = prog.sa_handler;  // or sa_sigaction: one union
+    out->sa_flags = (k.sa_flags & ~SA_SIGINFO) | (prog.sa_flags & SA_SIGINFO) | SA_RESETHAND;
   }
   if (b & kMaskOurs)
     sigaddset(&out->sa_mask, sigmask::ours());
@@ -101,6 +140,48 @@ void view_of(const struct sigaction& k, uint8_t b, struct sigaction* out) {
 }
 
 bool in_range(int sig) { return sig > 0 && sig < NSIG; }
+
+// A one-shot handler of the program's on a managed signal: the kernel
+// would reset it to SIG_DFL itself, leaving no handler of ours for the
+// default (node's exit handlers re-raise the signal from one: the process
+// died with no profile). Ours runs in its place, without SA_RESETHAND, and
+// does the reset.
+int install_oneshot(int sig, const struct sigaction* prog, struct sigaction* old) {
+  struct sigaction sa;
+  memcpy(&sa, prog, sizeof sa);
+  sa.sa_sigaction = oneshot_handler;
+  sa.sa_flags = (prog->sa_flags & ~(SA_RESTORER | SA_RESETHAND)) | SA_SIGINFO;
+  if (int ours = sigmask::ours()) {
+    // As for any handler of the program's (on_sigaction).
+    if ((prog->sa_flags & SA_ONSTACK))
+      sigaddset(&sa.sa_mask, ours);
+    else
+      sigdelset(&sa.sa_mask, ours);
+  }
+  sigset_t all, was;
+  sigfillset(&all);
+  sigmask::unfiltered(SIG_SETMASK, &all, &was);
+  write_oneshot(sig, prog);
+  int rc = real::sigaction()(sig, &sa, old);
+  sigmask::unfiltered(SIG_SETMASK, &was, nullptr);
+  return rc;
+}
+
+// In the section of the calls that hold nothing (hooks_signal.cc): a
+// program's handler that re-raises its signal from here is stopped for.
+__attribute__((section("profshim_sigcall"), noinline)) void oneshot_handler(int sig, siginfo_t* si, void* uc) {
+  struct sigaction prog, dfl;
+  read_oneshot(sig, &prog);
+  // The kernel's reset: the handler goes, the flags and mask stay.
+  memcpy(&dfl, &prog, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  g.bits[sig].store(bits_for(&dfl, true), std::memory_order_relaxed);
+  install_ours(sig, &dfl, nullptr);
+  if (prog.sa_flags & SA_SIGINFO)
+    prog.sa_sigaction(sig, si, uc);
+  else if (prog.sa_handler != SIG_DFL && prog.sa_handler != SIG_IGN)
+    prog.sa_handler(sig);
+}
 
 }  // namespace
 
@@ -173,8 +254,9 @@ bool install(int snapshot_sig) {
 int on_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
   if (!g.active || !in_range(sig)) return real::sigaction()(sig, act, old);
   if (sig == own_signal::number()) return own_signal::on_sigaction(act, old);
-  struct sigaction k;
+  struct sigaction k, prev_oneshot;
   memset(&k, 0, sizeof k);
+  memset(&prev_oneshot, 0, sizeof prev_oneshot);
   uint8_t before = g.bits[sig].load(std::memory_order_relaxed), after = before;
   int rc;
   if (!act) {
@@ -182,6 +264,10 @@ int on_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
   } else if (g.managed[sig] && is_default(act)) {
     after = bits_for(act, true);
     rc = install_ours(sig, act, &k);
+  } else if (g.managed[sig] && (act->sa_flags & SA_RESETHAND) && act->sa_handler != SIG_IGN) {
+    after = bits_for(act, false);
+    read_oneshot(sig, &prev_oneshot);  // the one it replaces, if it was one, for *old
+    rc = install_oneshot(sig, act, &k);
   } else {
     after = bits_for(act, false);
     // The kernel's sa_mask: never ours -- except for a handler that runs on
@@ -202,7 +288,7 @@ int on_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
   }
   if (rc != 0) return rc;
   if (after != before) g.bits[sig].store(after, std::memory_order_relaxed);
-  if (old) view_of(k, before, old);
+  if (old) view_of(sig, k, before, old, act && prev_oneshot.sa_handler ? &prev_oneshot : nullptr);
   return 0;
 }
 

@@ -220,6 +220,20 @@ def test_pending_sigint_unblocked_ends_the_process_there(ctx):
               "run %d: PROFILE_DIR holds %s\n%s" % (i, pprofs(d), r.describe()))
 
 
+def test_one_shot_handler_that_raises_again_leaves_profiles(ctx):
+    """node's exit on SIGTERM and SIGINT: a handler installed with
+    SA_RESETHAND raises the signal again. The kernel reset the action to
+    SIG_DFL itself, where no handler of the shim's stood in, so the process
+    died with no profile. As plain (death by SIGTERM, "handler" printed
+    once), with the profiles and one line; three runs."""
+    for i in range(3):
+        plain, r, d = _both(ctx, ["sig_habits", "resethand"])
+        check(plain.status.is_signal(signal.SIGTERM), "the plain run must die of SIGTERM: %s" % plain.status)
+        _same_as_plain(plain, r, "resethand run %d" % i)
+        check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"] and len(r.summary_lines()) == 1,
+              "run %d: PROFILE_DIR holds %s\n%s" % (i, pprofs(d), r.describe()))
+
+
 def test_single_threaded_program_can_unshare_a_user_namespace(ctx):
     """unshare(CLONE_NEWUSER) needs a single-threaded process: the shim
     starts no thread of its own while the program runs (its stop thread made

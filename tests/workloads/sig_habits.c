@@ -31,6 +31,9 @@
 //                 printing what it got; "sigsuspend" or "ppoll": with the full
 //                 set as the call's mask), as a pool's thread does as it
 //                 starts: without the shim the process is gone at the SIGTERM.
+//   resethand     node's exit on SIGTERM: a handler installed with
+//                 SA_RESETHAND prints "handler" and raises the signal again;
+//                 main burns 0.2 s and raises SIGTERM.
 //   suspend       prints "ready", then sigsuspend(empty set) until a signal
 //                 ends it (the classic wait for SIGTERM).
 //   pending       SIGINT sent to itself while blocked, its disposition set
@@ -165,6 +168,11 @@ static void* committer(void* arg) {
 }
 
 static void* nothing(void* arg) { return arg; }
+
+static void reraise(int sig) {
+  printf("handler\n");
+  raise(sig);
+}
 
 static volatile int term_sent;
 static const char* term_wait = "pause";
@@ -341,6 +349,15 @@ int main(int argc, char** argv) {
     printf("after the unblock\n");
     kill(getpid(), SIGINT);
     for (;;) pause();
+  } else if (!strcmp(mode, "resethand")) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = reraise;
+    sa.sa_flags = SA_RESETHAND;
+    sigaction(SIGTERM, &sa, NULL);
+    habit_burn(0.2);
+    raise(SIGTERM);
+    printf("not reached\n");
   } else if (!strcmp(mode, "suspend")) {
     sigset_t none;
     sigemptyset(&none);
