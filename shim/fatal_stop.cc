@@ -41,6 +41,9 @@ constexpr int kMaxRetries = 200;
 // A fatal signal's stop: which signal (for its watchdog), and the one being
 // deferred while its thread was inside the allocator.
 std::atomic<int> g_fatal_sig{0}, g_deferred_sig{0}, g_retries{0};
+// A fatal signal being acted on: its thread stops for it, or waits for a
+// stop under way and then lets it end the process.
+std::atomic<int> g_dying_sig{0};
 __thread bool t_stopping;     // this thread runs a stop inline (a fatal signal's)
 __thread int t_deferred_sig;  // a fatal signal this thread deferred, until its retry
 __thread int t_retry_timer;   // and that retry's timer
@@ -81,15 +84,47 @@ void fatal_call(void* p) {
 }
 }  // namespace
 
+namespace {
+// A fatal signal is acted on now: the process dies of it once any stop
+// under way is over.
+void taken(int sig) {
+  int d = sig;
+  g_deferred_sig.compare_exchange_strong(d, 0);
+  int none = 0;
+  g_dying_sig.compare_exchange_strong(none, sig);
+}
+}  // namespace
+
 namespace core {
 
 void reset_fatal_retries() { g_retries.store(0); }
+
+void die_of_deferred() {
+  // Deferred while its thread was in the allocator, or being acted on by
+  // a thread that waited for this stop, when a stop of the program's own
+  // ended (another thread's exit): without the shim the process had died
+  // of it already. Its own thread may get there first; either way it dies
+  // of that signal, not of the exit.
+  int sig = g_deferred_sig.load();
+  if (sig <= 0) sig = g_dying_sig.load();
+  if (sig <= 0 || !signals::serves_default(sig)) return;
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  real::sigaction()(sig, &dfl, nullptr);
+  sigset_t one;
+  sigemptyset(&one);
+  sigaddset(&one, sig);
+  syscall(SYS_tgkill, raw_getpid(), sys::gettid(), sig);
+  sigmask::unfiltered(SIG_UNBLOCK, &one, nullptr);
+}
 
 void fatal_after_fork() {
   // The parent's deferred signal is the parent's (its timer is not
   // inherited): nothing is due on the child's thread.
   g_retries.store(0);
   g_deferred_sig.store(0);
+  g_dying_sig.store(0);
   t_deferred_sig = 0;
   t_forced_sig = 0;
   sigmask::set_retry_pending(false);
@@ -187,6 +222,7 @@ bool fatal_on_this_stack(const FatalCall& c) {
       }
       t_deferred_sig = 0;
     }
+    taken(sig);
     if (claim_stop(signal_name(sig))) {
       finish::report_failure(ctx(), fault ? "the program crashed inside the allocator"
                                           : "the signal came while the program was inside the allocator");
@@ -195,6 +231,7 @@ bool fatal_on_this_stack(const FatalCall& c) {
     wait_done();
     return false;
   }
+  taken(sig);
   if (claim_stop(signal_name(sig))) {
     g_fatal_sig.store(sig);
     t_stopping = true;
@@ -250,12 +287,18 @@ void on_retry_fatal(const siginfo_t* si, void* uc) {
   // kernel gave it to this thread; a retry left pending would hang a
   // process that, without the shim, had ended), unless the program has
   // taken the signal over by now.
-  // Not once a stop is claimed: then the mask that holds it is the stop's
-  // own (a fatal handler's, an in-place stop's), and the signal waits for
-  // the stop's end, when the process dies of it anyway.
+  // Not inside a stop on this thread: then the mask that holds it is the
+  // stop's own (a fatal handler's, an in-place stop's), and the signal
+  // waits for the stop's end, when the process dies of it anyway. A stop
+  // on another thread (exit) is waited for by the forced signal's handler,
+  // which then ends the process as the signal would have.
   const bool in_mask = sigismember(back, sig) == 1;
-  const bool force = (in_mask || sigmask::view_blocks(sig)) && g_state.load() == kRunning &&
-                     signals::serves_default(sig);
+  const bool ours = signals::serves_default(sig);
+  if (!ours) {  // the program's own disposition has it now
+    int d = sig;
+    g_deferred_sig.compare_exchange_strong(d, 0);
+  }
+  const bool force = (in_mask || sigmask::view_blocks(sig)) && !t_stopping && !stop_runner::stopping_here() && ours;
   if (force) t_forced_sig = sig, t_forced_mask = in_mask;
   if (uc) {
     if (force) sigdelset(back, sig);

@@ -145,7 +145,10 @@ void normal_stop(const char* how, const std::string* stem = nullptr) {
       stop_runner::normal(ctx(), where == stackwalk::kHandler, mark_done);
     }
   }
-  if (g_state.load() != kInert) wait_done();
+  if (g_state.load() != kInert) {
+    wait_done();
+    die_of_deferred();
+  }
 }
 
 void before_fork() {

@@ -37,6 +37,9 @@ void wait_done();
 // a fork child has none due; a thread in its teardown.
 void reset_fatal_retries();
 void fatal_after_fork();
+// After a normal stop: a fatal signal deferred and not yet acted on ends
+// the process now, as it would have ended it before.
+void die_of_deferred();
 void fatal_thread_ending();
 
 }  // namespace core

@@ -64,13 +64,15 @@ bool is_ours(const struct sigaction& k) {
 }
 bool is_oneshot(const struct sigaction& k) { return (k.sa_flags & SA_SIGINFO) && k.sa_sigaction == oneshot_handler; }
 
+// Bounded: a fork while another thread was writing leaves the child's
+// sequence odd for good (that writer is gone); then what is there is read.
 void read_oneshot(int sig, struct sigaction* out) {
-  for (;;) {
+  for (int tries = 0;; ++tries) {
     uint32_t s = g.oneshot_seq[sig].load(std::memory_order_acquire);
-    if (s & 1) continue;
+    if ((s & 1) && tries < 1000000) continue;
     memcpy(out, &g.oneshot[sig], sizeof *out);
     std::atomic_thread_fence(std::memory_order_acquire);
-    if (g.oneshot_seq[sig].load(std::memory_order_relaxed) == s) return;
+    if (g.oneshot_seq[sig].load(std::memory_order_relaxed) == s || tries >= 1000000) return;
   }
 }
 
@@ -170,17 +172,21 @@ int install_oneshot(int sig, const struct sigaction* prog, struct sigaction* old
 // In the section of the calls that hold nothing (hooks_signal.cc): a
 // program's handler that re-raises its signal from here is stopped for.
 __attribute__((section("profshim_sigcall"), noinline)) void oneshot_handler(int sig, siginfo_t* si, void* uc) {
-  struct sigaction prog, dfl;
+  struct sigaction prog, k, dfl;
   read_oneshot(sig, &prog);
-  // The kernel's reset: the handler goes, the flags and mask stay.
-  memcpy(&dfl, &prog, sizeof dfl);
-  dfl.sa_handler = SIG_DFL;
-  g.bits[sig].store(bits_for(&dfl, true), std::memory_order_relaxed);
-  install_ours(sig, &dfl, nullptr);
-  if (prog.sa_flags & SA_SIGINFO)
-    prog.sa_sigaction(sig, si, uc);
-  else if (prog.sa_handler != SIG_DFL && prog.sa_handler != SIG_IGN)
-    prog.sa_handler(sig);
+  // The kernel's reset: the handler goes, the flags (as they are now:
+  // siginterrupt may have changed them) and mask stay. Not if another
+  // thread has just installed something else.
+  if (real::sigaction()(sig, nullptr, &k) == 0 && is_oneshot(k)) {
+    memcpy(&dfl, &prog, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    dfl.sa_flags = (k.sa_flags & ~(SA_SIGINFO | SA_RESTORER)) | (prog.sa_flags & SA_SIGINFO) | SA_RESETHAND;
+    g.bits[sig].store(bits_for(&dfl, true), std::memory_order_relaxed);
+    install_ours(sig, &dfl, nullptr);
+  }
+  // Always the three arguments: the kernel passes them to any handler (a
+  // one-argument one may read them from the registers all the same).
+  if (prog.sa_handler != SIG_DFL && prog.sa_handler != SIG_IGN) prog.sa_sigaction(sig, si, uc);
 }
 
 }  // namespace
@@ -264,7 +270,9 @@ int on_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
   } else if (g.managed[sig] && is_default(act)) {
     after = bits_for(act, true);
     rc = install_ours(sig, act, &k);
-  } else if (g.managed[sig] && (act->sa_flags & SA_RESETHAND) && act->sa_handler != SIG_IGN) {
+  } else if (g.managed[sig] && sig != g.snapshot_sig && (act->sa_flags & SA_RESETHAND) && act->sa_handler != SIG_IGN) {
+    // (The snapshot signal's stand-in takes a snapshot: a one-shot handler
+    // there is the kernel's, as before.)
     after = bits_for(act, false);
     read_oneshot(sig, &prev_oneshot);  // the one it replaces, if it was one, for *old
     rc = install_oneshot(sig, act, &k);

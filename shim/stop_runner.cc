@@ -174,4 +174,6 @@ bool on_watchdog(void* uc) {
 
 bool on_stop_thread() { return t_stop_thread; }
 
+bool stopping_here() { return t_stop_thread || t_in_place != kNone; }
+
 }  // namespace stop_runner

@@ -33,5 +33,7 @@ void fatal(finish::Context& ctx);
 bool on_watchdog(void* ucontext);
 // Whether the calling thread is a stop thread.
 bool on_stop_thread();
+// This thread runs a normal stop: a stop thread, or one in place.
+bool stopping_here();
 
 }  // namespace stop_runner

@@ -234,6 +234,20 @@ def test_one_shot_handler_that_raises_again_leaves_profiles(ctx):
               "run %d: PROFILE_DIR holds %s\n%s" % (i, pprofs(d), r.describe()))
 
 
+def test_sigterm_in_malloc_then_another_thread_exits(ctx):
+    """SIGTERM to main inside malloc (deferred by the shim), main then
+    blocks it, and another thread calls exit(0) 0.3 ms later: without the
+    shim the process died of SIGTERM before the exit; under it, the exit's
+    stop ran and the process often exited 0 (5 of 8). Eight runs: death by
+    SIGTERM, the profiles written."""
+    for i in range(8):
+        plain, r, d = _both(ctx, ["sig_habits", "termexit"])
+        check(plain.status.is_signal(signal.SIGTERM), "the plain run must die of SIGTERM: %s" % plain.status)
+        _same_as_plain(plain, r, "termexit run %d" % i)
+        check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"],
+              "run %d: PROFILE_DIR holds %s\n%s" % (i, pprofs(d), r.describe()))
+
+
 def test_single_threaded_program_can_unshare_a_user_namespace(ctx):
     """unshare(CLONE_NEWUSER) needs a single-threaded process: the shim
     starts no thread of its own while the program runs (its stop thread made

@@ -34,6 +34,10 @@
 //   resethand     node's exit on SIGTERM: a handler installed with
 //                 SA_RESETHAND prints "handler" and raises the signal again;
 //                 main burns 0.2 s and raises SIGTERM.
+//   termexit      main allocates in a loop; a second thread sends it SIGTERM
+//                 (pthread_kill), main then blocks SIGTERM, and the second
+//                 thread calls exit(0) 0.3 ms later: without the shim the
+//                 process is gone at the SIGTERM.
 //   suspend       prints "ready", then sigsuspend(empty set) until a signal
 //                 ends it (the classic wait for SIGTERM).
 //   pending       SIGINT sent to itself while blocked, its disposition set
@@ -172,6 +176,24 @@ static void* nothing(void* arg) { return arg; }
 static void reraise(int sig) {
   printf("handler\n");
   raise(sig);
+}
+
+static volatile int termexit_started, termexit_sent;
+static pthread_t termexit_main;
+
+static void* termexit_sender(void* arg) {
+  sigset_t s;
+  sigemptyset(&s);
+  sigaddset(&s, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &s, NULL);
+  while (!termexit_started) {
+  }
+  usleep(100000);
+  pthread_kill(termexit_main, SIGTERM);
+  termexit_sent = 1;
+  usleep(300);
+  exit(0);
+  return arg;
 }
 
 static volatile int term_sent;
@@ -358,6 +380,25 @@ int main(int argc, char** argv) {
     habit_burn(0.2);
     raise(SIGTERM);
     printf("not reached\n");
+  } else if (!strcmp(mode, "termexit")) {
+    termexit_main = pthread_self();
+    pthread_t t;
+    pthread_create(&t, NULL, termexit_sender, NULL);
+    void* v[64] = {0};
+    int blocked = 0;
+    for (unsigned long i = 0;; i++) {
+      termexit_started = 1;
+      if (termexit_sent && !blocked) {
+        sigset_t s;
+        sigemptyset(&s);
+        sigaddset(&s, SIGTERM);
+        sigprocmask(SIG_BLOCK, &s, NULL);
+        blocked = 1;
+      }
+      int k = (int)(i % 64);
+      free(v[k]);
+      v[k] = malloc(16 + (i * 7919) % 4000);
+    }
   } else if (!strcmp(mode, "suspend")) {
     sigset_t none;
     sigemptyset(&none);
