@@ -42,6 +42,18 @@ def _same_as_plain(plain, r, what):
           "shim.\nwithout:\n%s\nwith:\n%s\n%s" % (what, indent(plain.stdout_text), indent(r.stdout_text), r.describe()))
 
 
+def _dies_as_plain(ctx, argv, sig, runs):
+    """runs pairs of argv plain and profiled: both die of sig, the program
+    sees the same, and the profiled run leaves its three files and one line."""
+    what = " ".join(argv[1:])
+    for i in range(runs):
+        plain, r, d = _both(ctx, argv)
+        check(plain.status.is_signal(sig), "%s: the plain run must die of signal %d: %s" % (what, sig, plain.status))
+        _same_as_plain(plain, r, "%s run %d" % (what, i))
+        check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"] and len(r.summary_lines()) == 1,
+              "%s run %d: PROFILE_DIR holds %s\n%s" % (what, i, pprofs(d), r.describe()))
+
+
 def _masked_threads_sampled(ctx, mode, names):
     plain, r, d = _both(ctx, ["sig_habits", mode], PROFILE_CPU_HZ=250)
     _same_as_plain(plain, r, mode)
@@ -179,12 +191,7 @@ def test_sigterm_in_malloc_then_every_signal_blocked(ctx):
     signal, the shim's too (its retry waited as long as they did). Each run
     dies of SIGTERM as the plain one does, with the profiles written."""
     for wait in ["pause", "sigwait", "sigsuspend", "ppoll", "pause"]:
-        plain, r, d = _both(ctx, ["sig_habits", "termblock", wait], timeout=30)
-        _same_as_plain(plain, r, "termblock %s" % wait)
-        check(plain.status.is_signal(signal.SIGTERM),
-              "termblock %s: the plain run must die of SIGTERM: %s" % (wait, plain.status))
-        check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"],
-              "termblock %s: PROFILE_DIR holds %s\n%s" % (wait, pprofs(d), r.describe()))
+        _dies_as_plain(ctx, ["sig_habits", "termblock", wait], signal.SIGTERM, 1)
 
 
 def test_sigterm_to_a_process_in_sigsuspend(ctx):
@@ -212,12 +219,7 @@ def test_pending_sigint_unblocked_ends_the_process_there(ctx):
     the program ran on (printed "after the unblock") and sent a second
     SIGINT, whose stop the first one's retry then killed halfway (no files,
     no line). Five runs: as plain, with the profiles and one line."""
-    for i in range(5):
-        plain, r, d = _both(ctx, ["sig_habits", "pending"])
-        check(plain.status.is_signal(signal.SIGINT), "the plain run must die of SIGINT: %s" % plain.status)
-        _same_as_plain(plain, r, "pending run %d" % i)
-        check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"] and len(r.summary_lines()) == 1,
-              "run %d: PROFILE_DIR holds %s\n%s" % (i, pprofs(d), r.describe()))
+    _dies_as_plain(ctx, ["sig_habits", "pending"], signal.SIGINT, 5)
 
 
 def test_one_shot_handler_that_raises_again_leaves_profiles(ctx):
@@ -226,12 +228,7 @@ def test_one_shot_handler_that_raises_again_leaves_profiles(ctx):
     SIG_DFL itself, where no handler of the shim's stood in, so the process
     died with no profile. As plain (death by SIGTERM, "handler" printed
     once), with the profiles and one line; three runs."""
-    for i in range(3):
-        plain, r, d = _both(ctx, ["sig_habits", "resethand"])
-        check(plain.status.is_signal(signal.SIGTERM), "the plain run must die of SIGTERM: %s" % plain.status)
-        _same_as_plain(plain, r, "resethand run %d" % i)
-        check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"] and len(r.summary_lines()) == 1,
-              "run %d: PROFILE_DIR holds %s\n%s" % (i, pprofs(d), r.describe()))
+    _dies_as_plain(ctx, ["sig_habits", "resethand"], signal.SIGTERM, 3)
 
 
 def test_sigterm_in_malloc_then_another_thread_exits(ctx):
@@ -239,13 +236,8 @@ def test_sigterm_in_malloc_then_another_thread_exits(ctx):
     blocks it, and another thread calls exit(0) 0.3 ms later: without the
     shim the process died of SIGTERM before the exit; under it, the exit's
     stop ran and the process often exited 0 (5 of 8). Eight runs: death by
-    SIGTERM, the profiles written."""
-    for i in range(8):
-        plain, r, d = _both(ctx, ["sig_habits", "termexit"])
-        check(plain.status.is_signal(signal.SIGTERM), "the plain run must die of SIGTERM: %s" % plain.status)
-        _same_as_plain(plain, r, "termexit run %d" % i)
-        check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"],
-              "run %d: PROFILE_DIR holds %s\n%s" % (i, pprofs(d), r.describe()))
+    SIGTERM, the profiles written and one line."""
+    _dies_as_plain(ctx, ["sig_habits", "termexit"], signal.SIGTERM, 8)
 
 
 def test_single_threaded_program_can_unshare_a_user_namespace(ctx):
