@@ -82,16 +82,33 @@ void fatal_call(void* p) {
   auto* c = static_cast<FatalCall*>(p);
   c->deferred = fatal_on_this_stack(*c);
 }
-}  // namespace
 
-namespace {
+// The deferred signal is sig's no more.
+void forget_deferred(int sig) {
+  int d = sig;
+  g_deferred_sig.compare_exchange_strong(d, 0);
+}
+
 // A fatal signal is acted on now: the process dies of it once any stop
 // under way is over.
 void taken(int sig) {
-  int d = sig;
-  g_deferred_sig.compare_exchange_strong(d, 0);
+  forget_deferred(sig);
   int none = 0;
   g_dying_sig.compare_exchange_strong(none, sig);
+}
+
+// Death by sig on this thread, as without the shim: its default action
+// back, the signal sent, and unblocked here.
+void die_by(int sig) {
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  real::sigaction()(sig, &dfl, nullptr);
+  syscall(SYS_tgkill, raw_getpid(), sys::gettid(), sig);
+  sigset_t one;
+  sigemptyset(&one);
+  sigaddset(&one, sig);
+  sigmask::unfiltered(SIG_UNBLOCK, &one, nullptr);
 }
 }  // namespace
 
@@ -107,22 +124,13 @@ void die_of_deferred() {
   // of that signal, not of the exit.
   int sig = g_deferred_sig.load();
   if (sig <= 0) sig = g_dying_sig.load();
-  if (sig <= 0 || !signals::serves_default(sig)) return;
-  struct sigaction dfl;
-  memset(&dfl, 0, sizeof dfl);
-  dfl.sa_handler = SIG_DFL;
-  real::sigaction()(sig, &dfl, nullptr);
-  sigset_t one;
-  sigemptyset(&one);
-  sigaddset(&one, sig);
-  syscall(SYS_tgkill, raw_getpid(), sys::gettid(), sig);
-  sigmask::unfiltered(SIG_UNBLOCK, &one, nullptr);
+  if (sig > 0 && signals::serves_default(sig)) die_by(sig);
 }
 
 void fatal_after_fork() {
   // The parent's deferred signal is the parent's (its timer is not
-  // inherited): nothing is due on the child's thread.
-  g_retries.store(0);
+  // inherited): nothing is due on the child's thread. (Its retries start
+  // afresh with its image: reset_fatal_retries.)
   g_deferred_sig.store(0);
   g_dying_sig.store(0);
   t_deferred_sig = 0;
@@ -255,16 +263,7 @@ void on_watchdog(void* uc) {
     atomic_file::abandon();
     finish::report_timeout(ctx());
   }
-  int sig = g_fatal_sig.load();
-  struct sigaction dfl;
-  memset(&dfl, 0, sizeof dfl);
-  dfl.sa_handler = SIG_DFL;
-  real::sigaction()(sig, &dfl, nullptr);
-  syscall(SYS_tgkill, raw_getpid(), sys::gettid(), sig);
-  sigset_t one;
-  sigemptyset(&one);
-  sigaddset(&one, sig);
-  sigmask::unfiltered(SIG_UNBLOCK, &one, nullptr);
+  die_by(g_fatal_sig.load());
 }
 
 void on_retry_fatal(const siginfo_t* si, void* uc) {
@@ -294,10 +293,7 @@ void on_retry_fatal(const siginfo_t* si, void* uc) {
   // which then ends the process as the signal would have.
   const bool in_mask = sigismember(back, sig) == 1;
   const bool ours = signals::serves_default(sig);
-  if (!ours) {  // the program's own disposition has it now
-    int d = sig;
-    g_deferred_sig.compare_exchange_strong(d, 0);
-  }
+  if (!ours) forget_deferred(sig);  // the program's own disposition has it now
   const bool force = (in_mask || sigmask::view_blocks(sig)) && !t_stopping && !stop_runner::stopping_here() && ours;
   if (force) t_forced_sig = sig, t_forced_mask = in_mask;
   if (uc) {

@@ -55,6 +55,15 @@ State g;  // zero-initialised: no dynamic initialiser (DESIGN "Globals")
 
 bool is_default(const struct sigaction* a) { return a->sa_handler == SIG_DFL; }
 
+// The shim's signal in or out of a mask (an action's: the kernel's, or the
+// view of it).
+void mask_ours(sigset_t* mask, bool in) {
+  if (in)
+    sigaddset(mask, sigmask::ours());
+  else
+    sigdelset(mask, sigmask::ours());
+}
+
 void fatal_handler(int sig, siginfo_t* si, void* uc) { fatal(sig, si, uc); }
 void snapshot_handler(int sig, siginfo_t* si, void* uc) { snapshot(sig, si, uc); }
 void oneshot_handler(int sig, siginfo_t* si, void* uc);
@@ -135,10 +144,7 @@ void view_of(int sig, const struct sigaction& k, uint8_t b, struct sigaction* ou
     out->sa_handler = prog.sa_handler;  // or sa_sigaction: one union
     out->sa_flags = (k.sa_flags & ~SA_SIGINFO) | (prog.sa_flags & SA_SIGINFO) | SA_RESETHAND;
   }
-  if (b & kMaskOurs)
-    sigaddset(&out->sa_mask, sigmask::ours());
-  else
-    sigdelset(&out->sa_mask, sigmask::ours());
+  mask_ours(&out->sa_mask, b & kMaskOurs);
 }
 
 bool in_range(int sig) { return sig > 0 && sig < NSIG; }
@@ -153,13 +159,7 @@ int install_oneshot(int sig, const struct sigaction* prog, struct sigaction* old
   memcpy(&sa, prog, sizeof sa);
   sa.sa_sigaction = oneshot_handler;
   sa.sa_flags = (prog->sa_flags & ~(SA_RESTORER | SA_RESETHAND)) | SA_SIGINFO;
-  if (int ours = sigmask::ours()) {
-    // As for any handler of the program's (on_sigaction).
-    if ((prog->sa_flags & SA_ONSTACK))
-      sigaddset(&sa.sa_mask, ours);
-    else
-      sigdelset(&sa.sa_mask, ours);
-  }
+  if (sigmask::ours()) mask_ours(&sa.sa_mask, prog->sa_flags & SA_ONSTACK);  // as for any handler (on_sigaction)
   sigset_t all, was;
   sigfillset(&all);
   sigmask::unfiltered(SIG_SETMASK, &all, &was);
@@ -285,10 +285,7 @@ int on_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
     bool onstack = (act->sa_flags & SA_ONSTACK) && act->sa_handler != SIG_DFL && act->sa_handler != SIG_IGN;
     if (bool(after & kMaskOurs) != onstack) {
       struct sigaction copy = *act;
-      if (onstack)
-        sigaddset(&copy.sa_mask, sigmask::ours());
-      else
-        sigdelset(&copy.sa_mask, sigmask::ours());
+      mask_ours(&copy.sa_mask, onstack);
       rc = real::sigaction()(sig, &copy, &k);
     } else {
       rc = real::sigaction()(sig, act, &k);

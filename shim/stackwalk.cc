@@ -69,6 +69,10 @@ int collect_ranges(struct dl_phdr_info* info, size_t, void*) {
   return 0;
 }
 
+bool in_sigcall(uint64_t pc) {
+  return pc >= uint64_t(__start_profshim_sigcall) && pc < uint64_t(__stop_profshim_sigcall);
+}
+
 bool in(int object, uint64_t pc) {
   const Object& o = g_objects[object];
   for (int i = 0; i < o.n; ++i)
@@ -282,7 +286,7 @@ bool in_unsafe_code(uint64_t pc) {
   // (waits.cc) is outside their section and stays unsafe.
   if (pc >= wrappers::begin() && pc < wrappers::end()) return false;
   if (pc >= uint64_t(__start_profshim_wait) && pc < uint64_t(__stop_profshim_wait)) return false;
-  if (pc >= uint64_t(__start_profshim_sigcall) && pc < uint64_t(__stop_profshim_sigcall)) return false;
+  if (in_sigcall(pc)) return false;
   return in(kShim, pc) || in(kLoader, pc);
 }
 
@@ -291,9 +295,6 @@ bool interrupted_in_unsafe_code(void* uc, bool from_sigwait) {
   int n = from_signal(uc, frames, 32);
   int i = 0;
   if (from_sigwait) {
-    auto in_sigcall = [](uint64_t pc) {
-      return pc >= uint64_t(__start_profshim_sigcall) && pc < uint64_t(__stop_profshim_sigcall);
-    };
     while (i < n && !in_sigcall(pc_of(frames[i]))) ++i;
     if (i == n) i = 0;  // not found: every frame counts
   }
