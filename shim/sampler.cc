@@ -153,6 +153,16 @@ Slot* arm(pid_t tid, uint64_t start_fn, bool own_exit) {
   s->delivered = 0, s->last = 0, s->start_fn = start_fn, s->own_exit = own_exit;
   s->last_cpu = sys::now_ns(clock);
   s->first_cpu = s->last_cpu + first;
+  if (own_exit && start_fn && s->last_cpu) {
+    // A thread armed from inside itself as it starts: its clock started at
+    // its birth, and what it used before this (the shim's own set-up of
+    // the thread, its first page faults: 2-13% of a 3 ms thread, measured)
+    // is its start routine's, neither lost nor lumped onto the stack of
+    // its first sample. Before the timer exists: no sample races this.
+    uint64_t pc = start_fn | stackwalk::kExact;
+    s->last = g_table.add(&pc, 1, tid, s->serial, 0, 0, s->last_cpu);
+    g.credited_nanos.fetch_add(s->last_cpu, std::memory_order_relaxed);
+  }
   struct sigevent sev;
   memset(&sev, 0, sizeof sev);
   sev.sigev_notify = SIGEV_THREAD_ID;
