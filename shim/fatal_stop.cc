@@ -15,6 +15,7 @@
 #include "atomic_file.h"
 #include "errline.h"
 #include "finish.h"
+#include "freeze.h"
 #include "lifecycle.h"
 #include "lifecycle_core.h"
 #include "own_signal.h"
@@ -83,6 +84,13 @@ void fatal_call(void* p) {
   c->deferred = fatal_on_this_stack(*c);
 }
 
+// The process dies of a fatal signal now: from here on the program's
+// threads park at the shim's wrappers (freeze.h), this one excepted.
+void doomed() {
+  freeze::exempt(true);
+  freeze::announce(sys::now_ns(CLOCK_MONOTONIC) + cfg().stop_timeout_ms * 1000000ull + 5000000000ull);
+}
+
 // The deferred signal is sig's no more.
 void forget_deferred(int sig) {
   int d = sig;
@@ -95,6 +103,7 @@ void taken(int sig) {
   forget_deferred(sig);
   int none = 0;
   g_dying_sig.compare_exchange_strong(none, sig);
+  doomed();
 }
 
 // Death by sig on this thread, as without the shim: its default action
@@ -181,6 +190,9 @@ bool stop_on_fatal(int sig, siginfo_t* si, void* uc) {
   // Another signal in this thread's own fatal stop, outside the stop's
   // recovery: nothing to wait for (it would be waiting for itself).
   if (t_stopping) return false;
+  // A fault is never deferred: the other threads stop at their next call
+  // from here, before the walks below.
+  if (fault) doomed();
   // Everything from here runs on a stack of its own: the handler may be on
   // the program's small alternate stack, and unwinding alone wants more.
   FatalCall c = {sig, si, uc, forced_mask, in_wait, false};

@@ -19,7 +19,7 @@ namespace {
 constexpr uint32_t kMaxFrozen = 1u << 15;
 constexpr uint32_t kSet = 1u << 16;  // open addressing, twice the most threads we track
 constexpr uint64_t kRound = 200000;  // 200 us between looks
-constexpr int kResendEvery = 10;     // a thread that has not answered is asked again every 2 ms
+constexpr int kDeafEvery = 10;       // every 2 ms: does a thread that has not answered block our signal?
 
 struct State {
   std::atomic<uint32_t> nfrozen;
@@ -108,15 +108,44 @@ bool blocks_ours(int32_t tid) {
 
 }  // namespace
 
+std::atomic<bool> g_requested{false};
+namespace {
+__thread bool t_exempt;
+}
+
+bool exempt(bool on) {
+  bool was = t_exempt;
+  t_exempt = on;
+  return was;
+}
+
+void after_fork() {
+  g_requested.store(false);
+  g.park_until.store(0);
+}
+
+void announce(uint64_t park_until_ns) {
+  uint64_t was = g.park_until.load();
+  while (was < park_until_ns && !g.park_until.compare_exchange_weak(was, park_until_ns)) {
+  }
+  g_requested.store(true);
+}
+
+void at_call() {
+  if (t_exempt || !stackwalk::may_park_here()) return;
+  park_here();
+}
+
 Result others(uint64_t deadline_ns, uint64_t park_until_ns) {
   Result r;
-  g.park_until.store(park_until_ns);
+  announce(park_until_ns);
   int dirfd = int(syscall(SYS_openat, AT_FDCWD, "/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dirfd < 0) return r;
   // In .bss, not on the (fresh but bounded) stack: 256 KiB each.
-  static TidSet parked, deaf;
+  static TidSet parked, deaf, suspect;
   for (auto& s : parked.slot) s = 0;
   for (auto& s : deaf.slot) s = 0;
+  for (auto& s : suspect.slot) s = 0;
   const int32_t self = int32_t(sys::gettid());
   uint32_t absorbed = 0;
   for (int round = 0;; ++round) {
@@ -136,13 +165,18 @@ Result others(uint64_t deadline_ns, uint64_t park_until_ns) {
         ++unanswered;
         return;
       }
-      if (round > 0 && round % kResendEvery == 0 && blocks_ours(tid)) {
+      // Seen blocking it twice, 2 ms apart: once may be a moment inside a
+      // handler of the shim's own (every signal blocked), and a thread taken
+      // for deaf then would be left running through the whole stop.
+      if (round > 0 && round % kDeafEvery == 0 && blocks_ours(tid) && !suspect.insert(tid)) {
         deaf.insert(tid);
         ++unanswered;
         return;
       }
       ++waiting;
-      if (round % kResendEvery == 0) own_signal::send(tid, own_signal::kFreeze);
+      // Asked again every round: one that declined (inside the allocator)
+      // is out of it within microseconds, and runs the program from there.
+      own_signal::send(tid, own_signal::kFreeze);
     });
     r.threads = threads, r.frozen = frozen, r.unanswered = unanswered + waiting;
     if (waiting == 0 || sys::now_ns(CLOCK_MONOTONIC) >= deadline_ns) break;

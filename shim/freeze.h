@@ -13,7 +13,32 @@
 #pragma once
 #include <stdint.h>
 
+#include <atomic>
+
 namespace freeze {
+
+// Set once the process is certain to die of a fatal signal (a fault, or a
+// signal acted on), before the threads are asked: a program thread that
+// enters one of the shim's wrappers of a blocking call (write, a lock, a
+// sleep) parks there at once, so that a thread the freezer has not reached
+// yet -- the handling thread preempted on a loaded machine -- does no more
+// of the program's work than it would have without the shim.
+extern std::atomic<bool> g_requested;
+inline bool requested() { return g_requested.load(std::memory_order_relaxed); }
+
+// The process is going to die of a fatal signal: threads park until
+// park_until_ns (CLOCK_MONOTONIC) at the wrappers from now on.
+void announce(uint64_t park_until_ns);
+// At a wrapper's entry once requested(): parks this thread unless it is
+// the shim's own or the one stopping, or a frame of its stack is inside
+// code whose locks the stop may need.
+void at_call();
+// While this thread does the stop's work (a stop thread, the snapshot
+// worker, a thread stopping in place or for a fatal signal) it is never
+// parked at a call. Returns what it was.
+bool exempt(bool on);
+// In a fork child: nothing requested (the parent's death is the parent's).
+void after_fork();
 
 struct Result {
   int threads = 0;     // other threads seen

@@ -18,6 +18,7 @@
 #include "config.h"
 #include "errline.h"
 #include "finish.h"
+#include "freeze.h"
 #include "heap.h"
 #include "image.h"
 #include "own_signal.h"
@@ -175,6 +176,7 @@ void after_fork_in_child() {
   g_main_exited.store(started);
   g_execs.store(0);
   fatal_after_fork();
+  freeze::after_fork();
   if (cfg().cpu_hz) sampler::reset_after_fork();
   if (cfg().wait_sample_ns) waits::reset_after_fork();
   begin_image(true);

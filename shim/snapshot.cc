@@ -9,6 +9,7 @@
 #include <atomic>
 
 #include "errline.h"
+#include "freeze.h"
 #include "lifecycle.h"
 #include "memlog.h"
 #include "peak.h"
@@ -120,6 +121,7 @@ void enter(void*) {
 void* worker(void* arg) {
   uint32_t mine = uint32_t(reinterpret_cast<uintptr_t>(arg));
   t_worker = true;
+  freeze::exempt(true);
   waits::quiet_thread();  // its waits (jemalloc's arena, libdw's reads) are the shim's, not the program's
   prctl(PR_SET_NAME, "profshim-snap", 0, 0, 0);
   const char* why = nullptr;

@@ -290,6 +290,21 @@ bool in_unsafe_code(uint64_t pc) {
   return in(kShim, pc) || in(kLoader, pc);
 }
 
+bool may_park_here() {
+  // From the first wrapper of a blocking call (section profshim_wait) out,
+  // no frame may be inside code whose locks the stop needs: a program
+  // thread that calls read() inside a dl_iterate_phdr callback holds the
+  // loader's lock; jemalloc's own lock calls come from inside the shim.
+  uint64_t frames[32];
+  int n = here(frames, 32), i = 0;
+  while (i < n && !(pc_of(frames[i]) >= uint64_t(__start_profshim_wait) && pc_of(frames[i]) < uint64_t(__stop_profshim_wait)))
+    ++i;
+  if (i == n) return false;  // not called from a wrapper: nothing to go by
+  for (++i; i < n; ++i)
+    if (in_unsafe_code(pc_of(frames[i]))) return false;
+  return true;
+}
+
 bool interrupted_in_unsafe_code(void* uc, bool from_sigwait) {
   uint64_t frames[32];
   int n = from_signal(uc, frames, 32);

@@ -73,6 +73,9 @@ bool in_unsafe_code(uint64_t pc);
 // wait's wrapper (a fatal signal's retry taken there): only the frames from
 // that wrapper (section profshim_sigcall) on count.
 bool interrupted_in_unsafe_code(void* ucontext, bool from_sigwait = false);
+// Whether this thread, inside a wrapper of a blocking call, may be parked
+// there: none of its frames beyond the wrapper is inside such code.
+bool may_park_here();
 // Whether the stop a signal interrupted (its watchdog's) is inside code
 // whose locks the program needs once the stop is left: the allocator, the
 // dynamic loader or libc, called from the shim's own code (or, with no

@@ -68,6 +68,7 @@ void stop_thread_body(void* altp) {
 void* stop_thread(void*) {
   sigmask::Internal inside;
   t_stop_thread = true;
+  freeze::exempt(true);
   prctl(PR_SET_NAME, "profshim-stop", 0, 0, 0);
   void* alt = nullptr;
   const char* why = nullptr;
@@ -84,6 +85,7 @@ void in_place(void*) {
   // watchdog that fired before the stop was marked would be lost, leaving
   // the stop unbounded.
   own_signal_mask(SIG_BLOCK);
+  const bool exempt = freeze::exempt(true);
   t_in_place = kUnderWay;
   t_watchdog = arm_watchdog();
   std::atomic_signal_fence(std::memory_order_seq_cst);  // both stored before the watchdog's handler can run
@@ -96,6 +98,7 @@ void in_place(void*) {
   own_signal::disarm(t_watchdog);
   std::atomic_signal_fence(std::memory_order_seq_cst);
   t_in_place = kNone;
+  freeze::exempt(exempt);
 }
 
 // The stop on the program's only thread: every signal but the watchdog's and

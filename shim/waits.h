@@ -30,6 +30,7 @@
 #include <atomic>
 #include <string>
 
+#include "freeze.h"
 #include "stack_table.h"
 
 namespace waits {
@@ -59,7 +60,12 @@ struct Hot {
 extern Hot g_hot;
 extern __thread uint64_t t_draw;
 
-inline bool on() { return g_hot.on.load(std::memory_order_relaxed); }
+// Every wrapper asks this first: also where a thread parks once the process
+// is dying of a fatal signal (freeze.h), profile on or off.
+inline bool on() {
+  if (__builtin_expect(freeze::requested(), 0)) freeze::at_call();
+  return g_hot.on.load(std::memory_order_relaxed);
+}
 
 inline uint64_t now() {
   if (g_hot.tsc) return __rdtsc();

@@ -588,3 +588,27 @@ def within(value, truth, rel):
 
 def pct(value, truth):
     return "%.1f%%" % (100.0 * value / truth) if truth else "n/a"
+
+
+class CpuHog:
+    """Busy loops beside a test, as a loaded machine has them: `per_core`
+    plain processes (nice 0) for each core, ended on exit. For tests of what
+    must hold however late the program's threads get the CPU."""
+
+    def __init__(self, per_core=2):
+        self.n = per_core * (os.cpu_count() or 1)
+        self.procs = []
+
+    def __enter__(self):
+        for _ in range(self.n):
+            self.procs.append(subprocess.Popen(["/bin/sh", "-c", "while :; do :; done"],
+                                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        return self
+
+    def __exit__(self, *exc):
+        for p in self.procs:
+            p.kill()
+        for p in self.procs:
+            p.wait()
+        return False
+

@@ -20,8 +20,9 @@
 //   altstack      an 8 KiB sigaltstack; a SIGALRM handler (SA_ONSTACK) with a
 //                 3 KiB buffer burns ~0.3 ms per call under a 1 ms ITIMER_REAL
 //                 for 1 s.
-//   crash_commits a worker "commits" (writes a line) every ms; main writes
-//                 "crash" and faults: prints nothing after.
+//   crash_commits [alloc]  a worker "commits" (writes a line) every ms
+//                 (sleeping between, or with "alloc" inside malloc and free);
+//                 main writes "crash" and faults: prints nothing after.
 //   unshare       unshare(CLONE_NEWUSER) and the Threads: count at main.
 //   tidreuse N    N threads one after another, then a thread named "worker"
 //                 burns 0.3 s.
@@ -159,14 +160,27 @@ static void* signal_looper(void* arg) {
   return NULL;
 }
 
+static long long now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
 static void* committer(void* arg) {
-  (void)arg;
+  int allocates = arg != NULL;
   for (int i = 0;; i++) {
     char line[32];
     int n = snprintf(line, sizeof line, "commit %d\n", i);
     if (write(1, line, n) < 0) _exit(97);
-    struct timespec ts = {0, 1000000};
-    nanosleep(&ts, NULL);
+    if (allocates) {
+      // ~1 ms between commits, most of it inside malloc and free.
+      long long t0 = now_ns();
+      while (now_ns() - t0 < 1000000)
+        for (int k = 0; k < 64; k++) free(malloc(64 + (size_t)k * 48));
+    } else {
+      struct timespec ts = {0, 1000000};
+      nanosleep(&ts, NULL);
+    }
   }
   return NULL;
 }
@@ -328,7 +342,7 @@ int main(int argc, char** argv) {
     printf("altstack ok: %d\n", alarms > 10);
   } else if (!strcmp(mode, "crash_commits")) {
     pthread_t t;
-    pthread_create(&t, NULL, committer, NULL);
+    pthread_create(&t, NULL, committer, argc > 2 && !strcmp(argv[2], "alloc") ? "alloc" : NULL);
     struct timespec ts = {0, 30000000};
     nanosleep(&ts, NULL);
     if (write(1, "crash\n", 6) < 0) return 3;
