@@ -25,6 +25,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -152,8 +153,8 @@ def discover():
         funcs = [(n, f) for n, f in vars(mod).items()
                  if n.startswith("test_") and inspect.isfunction(f) and f.__module__ == mod.__name__]
         funcs.sort(key=lambda nf: nf[1].__code__.co_firstlineno)
-        for n, _ in funcs:
-            tests.append((fn, n))
+        for n, f in funcs:
+            tests.append((fn, n, getattr(f, "hang_guard", None)))
     return tests, errors
 
 
@@ -201,17 +202,21 @@ def run_integration(build, filt, timeout, tally, tmp):
     for fn, tb in errors:
         if not filt or filt in fn:
             tally.bad("integration/" + fn, "cannot import:\n" + tb)
-    for fn, func in tests:
+    for fn, func, guard in tests:
         name = "%s::%s" % (fn[:-3], func)
         if filt and filt not in name:
             continue
+        # A test may need a longer hang guard than the default (one that
+        # counts many runs, each bounded itself): its function's hang_guard.
+        limit = max(timeout, guard or 0)
+        started = time.monotonic()
         ttmp = tempfile.mkdtemp(prefix="%s-" % func, dir=tmp)
         result_file = os.path.join(ttmp, ".result.json")
         argv = [sys.executable, os.path.abspath(__file__), "--build", build, "--child",
                 "%s::%s" % (fn, func), "--tmp", ttmp, "--result", result_file]
         p = subprocess.Popen(argv, cwd=ttmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              start_new_session=True)
-        out, _, timed_out = communicate_bounded(p, timeout)
+        out, _, timed_out = communicate_bounded(p, limit)
         cleanup_mounts(ttmp)
         res = None
         if os.path.exists(result_file):
@@ -221,17 +226,18 @@ def run_integration(build, filt, timeout, tally, tmp):
             except ValueError:
                 res = None
         extra_out = out.decode("utf-8", "replace").strip()
+        took = " (%.1f s)" % (time.monotonic() - started)
         if timed_out:
             tally.bad(name, "timed out after %d s (hard limit)%s" % (
-                timeout, ("\noutput:\n" + extra_out[-2000:]) if extra_out else ""))
+                limit, ("\noutput:\n" + extra_out[-2000:]) if extra_out else ""))
         elif res is None:
             tally.bad(name, "test process died (status %d) without a result:\n%s" % (p.returncode, extra_out[-3000:]))
         elif res.get("skip"):
             tally.skip(name, res["skip"])
         elif res["ok"]:
-            tally.ok(name)
+            tally.ok(name, took)
         else:
-            tally.bad(name, res["reason"])
+            tally.bad(name, res["reason"] + took)
 
 
 def main():
@@ -260,7 +266,7 @@ def main():
 
     if args.list:
         tests, errors = discover()
-        for fn, func in tests:
+        for fn, func, _ in tests:
             print("%s::%s" % (fn[:-3], func))
         for fn, tb in errors:
             print("cannot import %s:\n%s" % (fn, tb))

@@ -123,7 +123,10 @@ def test_images_record_who_they_are(ctx):
           "parents: fork_exec's should be the shell %d, its child's fork_exec %d: %s" % (shell[0], parent, ids))
     lines = r.summary_lines()
     for pid, (ppid, _, argv) in ids.items():
-        tail = " | pid %d (parent %d): %s" % (pid, ppid, argv[:100])
+        # The line cuts a command line past 100 bytes and says so with
+        # "..." (a checkout at a long path makes the shell's that long).
+        shown = argv if len(argv.encode()) <= 100 else argv.encode()[:100].decode(errors="ignore") + "..."
+        tail = " | pid %d (parent %d): %s" % (pid, ppid, shown)
         check(sum(l.endswith(tail) for l in lines) == 1, "one summary line should end %r:\n%s" % (
             tail, "\n".join(lines)))
 

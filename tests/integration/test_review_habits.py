@@ -7,7 +7,6 @@ shim's signal number, a parent kept waiting on a daemon's pipe."""
 import os
 import signal
 import subprocess
-import time
 
 from common import check, indent
 from st_helpers import pprofs, prof_env, run
@@ -86,17 +85,15 @@ def test_sighold_and_sigrelse_of_the_shims_signal_number(ctx):
 
 def test_a_daemons_parent_pipe_is_not_held_open(ctx):
     """out=$(prog) where prog forks a child that points its stdio at
-    /dev/null, calls setsid and lives 3 s: the reader of the pipe is done
+    /dev/null, calls setsid and lives 6 s: the reader of the pipe is done
     when the parent exits, as without the shim (the shim's stderr duplicate
-    kept it waiting 3 s)."""
+    kept it waiting for the daemon's end). The daemon creates a file as it
+    ends: the shell must be done while that file is not there yet, however
+    slow the machine."""
     prog = ctx.workload("review_habits")
-    took = {}
     for label, env in (("plain", ctx.env(preload=False)), ("shim", prof_env(ctx, ctx.mkdtemp("prof")))):
-        t0 = time.monotonic()
-        p = subprocess.run(["/bin/sh", "-c", 'out=$("$0" daemon_pipe 2>&1); echo "$out"', prog], env=env,
+        gone = os.path.join(ctx.mkdtemp("daemon"), "gone")
+        p = subprocess.run(["/bin/sh", "-c", 'out=$("$0" daemon_pipe "$1" 2>&1); echo "$out"', prog, gone], env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
-        took[label] = time.monotonic() - t0
         check(b"parent exits" in p.stdout, "%s: %r" % (label, p.stdout))
-    check(took["plain"] < 2, "baseline: the shell waited %.2f s" % took["plain"])
-    check(took["shim"] < 2, "under the shim the shell waited %.2f s for the daemon's pipe (plain %.2f s)" % (
-        took["shim"], took["plain"]))
+        check(not os.path.exists(gone), "%s: the shell waited for the daemon's end to read the pipe" % label)

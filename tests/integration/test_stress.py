@@ -16,7 +16,10 @@ by exit, _exit, return, raise(SIGTERM), SIGSEGV, abort, SIGTERM sent by the
 test, exec, fork (the child ending by exit, _exit, SIGTERM or SIGSEGV), or
 two of these racing (exit/SIGTERM, exit/exit, exit/SIGSEGV, exec/exit,
 fork/exit, exit/SIGTERM from outside). Two tests of 160 runs each, two runs
-at a time, each run bounded at 20 s (a hang guard) and each test at 95 s. Every
+at a time, each run bounded at 20 s (a hang guard). Every run must finish,
+however long the machine takes (they count runs, not runs per second; a
+loaded machine took 95 s for 133 of them); a run that hangs ends the test
+at once, and the test's own hang guard is 10 minutes. Every
 mode runs once without the shim first: its status must be one the test
 expects, so the expectations are the plain program's. Each run under the
 shim: a status of that set; one line per image, every line the shim's; each
@@ -39,7 +42,7 @@ from st_helpers import gzip_ok, prof_env, written
 RUNS = 160
 CONCURRENCY = 2
 RUN_TIMEOUT = 20
-BUDGET = 95
+HANG_GUARD = 600  # the whole test's, for tests/run.py
 
 TERM, SEGV, ABRT = -signal.SIGTERM, -signal.SIGSEGV, -signal.SIGABRT
 # mode: (statuses the run may end with, image counts it may leave)
@@ -162,16 +165,18 @@ def _stress(ctx, modes, seed):
     todo = list(plan)
     t0 = time.monotonic()
 
+    hung = []
+
     def worker():
         while True:
             with lock:
-                if not todo:
+                if not todo or hung:
                     return
                 job = todo.pop(0)
-            if time.monotonic() - t0 > BUDGET:
-                return
             i, mode, delay, s, kill_us = job
             results[i] = _one(ctx, exe, i, mode, delay, s, True, kill_us)
+            if results[i]["hung"]:
+                hung.append(i)
 
     threads = [threading.Thread(target=worker) for _ in range(CONCURRENCY)]
     for t in threads:
@@ -180,7 +185,7 @@ def _stress(ctx, modes, seed):
         t.join()
     elapsed = time.monotonic() - t0
     done = [r for r in results if r is not None]
-    check(len(done) == RUNS, "only %d of %d runs finished within the %d s budget" % (len(done), RUNS, BUDGET))
+    check(len(done) == RUNS or hung, "only %d of %d runs were made" % (len(done), RUNS))
     problems = []
     errors = 0
     for res in done:
@@ -194,6 +199,12 @@ def _stress(ctx, modes, seed):
         len(problems), RUNS, elapsed, errors, "\n".join(problems[:5])))
 
 
+def _guarded(test):
+    test.hang_guard = HANG_GUARD
+    return test
+
+
+@_guarded
 def test_stress_stop_paths(ctx):
     """160 runs: exit, _exit, return, SIGTERM raised, SIGSEGV, abort, SIGTERM
     from outside while the program runs, and SIGTERM from outside around
@@ -201,6 +212,7 @@ def test_stress_stop_paths(ctx):
     _stress(ctx, SINGLE, 20261130)
 
 
+@_guarded
 def test_stress_images_and_races(ctx):
     """160 runs: exec, fork (the child ending four ways), and two stop paths
     racing: exit/SIGTERM, exit/exit, exit/SIGSEGV, exec/exit, fork/exit."""

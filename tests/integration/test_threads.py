@@ -58,10 +58,12 @@ def test_exit_from_a_worker_thread(ctx):
 def _race(ctx, n, runs):
     for i in range(runs):
         d = ctx.mkdtemp("prof")
-        r = run(ctx, ["st_threads", "race", str(n)], env=prof_env(ctx, d), timeout=30)
+        # A stop that waits for its bound (60 s here) runs into the run's
+        # hang guard; none takes seconds, loaded or not.
+        r = run(ctx, ["st_threads", "race", str(n)], env=prof_env(ctx, d, PROFILE_STOP_TIMEOUT="60"), timeout=40)
         what = "%d threads calling exit(7) at once, run %d" % (n, i + 1)
         check(r.status.is_exit(7), "%s: %s\n%s" % (what, r.status, r.describe()))
-        check(r.wall < 8, "%s: took %.1f s (a stop waited for its bound?)\n%s" % (what, r.wall, r.describe()))
+        check(r.wall < 30, "%s: took %.1f s (a stop waited for its bound?)\n%s" % (what, r.wall, r.describe()))
         cpu, _ = _one_set(ctx, d, r, what, read=(i == 0))
         if cpu:
             check(cpu.cum("race_burn", "samples") > 0, "%s: race_burn not in the CPU profile\n%s" % (
@@ -85,11 +87,11 @@ def _exit_vs_term(ctx, how, runs):
     for i in range(runs):
         d = ctx.mkdtemp("prof")
         argv = ["st_threads", "exit_vs_term"] + (["raise"] if how == "raise" else [])
-        r = run(ctx, argv, env=prof_env(ctx, d), timeout=30)
+        r = run(ctx, argv, env=prof_env(ctx, d, PROFILE_STOP_TIMEOUT="60"), timeout=40)
         what = "exit(7) in one thread, %s(SIGTERM) in another, run %d" % (how, i + 1)
         check(r.status.is_exit(7) or r.status.is_signal(signal.SIGTERM, core=False),
               "%s: the process must end with exit 7 or die of SIGTERM; %s\n%s" % (what, r.status, r.describe()))
-        check(r.wall < 8, "%s: took %.1f s (a stop waited for its bound?)\n%s" % (what, r.wall, r.describe()))
+        check(r.wall < 30, "%s: took %.1f s (a stop waited for its bound?)\n%s" % (what, r.wall, r.describe()))
         _one_set(ctx, d, r, what, read=(i % 3 == 0))
         seen[str(r.status)] = seen.get(str(r.status), 0) + 1
     return seen

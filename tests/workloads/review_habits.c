@@ -13,8 +13,9 @@
 //                   below) with 14 KiB in use sleeps 150 ms in nanosleep (bound
 //                   first on the main stack, as a program's own earlier
 //                   calls would have).
-//   daemon_pipe     forks a child that points 0-2 at /dev/null, calls setsid
-//                   and lives 3 s; the parent exits at once.
+//   daemon_pipe [FILE]  forks a child that points 0-2 at /dev/null, calls
+//                   setsid, lives 6 s and then creates FILE; the parent exits
+//                   at once.
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
@@ -152,7 +153,8 @@ int main(int argc, char** argv) {
       dup2(fd, 2);
       close(fd);
       setsid();
-      sleep(3);  // the daemon lives on
+      sleep(6);  // the daemon lives on
+      if (argc > 2) close(open(argv[2], O_WRONLY | O_CREAT, 0644));  // and says when it is gone
       _exit(0);
     }
     printf("parent exits\n");
