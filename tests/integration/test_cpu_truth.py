@@ -207,3 +207,42 @@ def test_each_image_counts_its_own_cpu(ctx):
                   "fork_exec %s: an image's profile holds %.2f s; its 'process cpu to the stop' is %.2f s, %.2f s "
                   "of it not in the profile: an image must count its own CPU only\n%s" % (
                       mode, x, cpu, gap, "\n".join("  " + l for l in lines)))
+
+
+def test_fork_time_is_under_fork(ctx):
+    """A forking server's parent (64 MiB touched, 100 children 4 at a time,
+    each ending at once), then parent_work for 0.1 s of CPU. Samples that
+    came during a fork were dropped and their CPU -- the kernel copying the
+    page tables, the allocator's fork handlers -- went to the next sample:
+    0.65 s on parent_work. Now parent_work holds about its 0.1 s (at most
+    0.15 s: ten 10 ms samples, each weighed by the thread's own clock), and
+    at least half of the fork phase's CPU (the main thread's clock over the
+    loop, waits included) is under fork."""
+    r, d = ctx.profile(["fork_burst", "100", "4", "64"])
+    prof = ctx.read(_cpu_file(d), r)
+    forks = _truth_lines(r, "forks")[0]["cpu_ns"]
+    work = _truth_lines(r, "parent_work")[0]["cpu_ns"]
+    table = indent(prof.cum_table("cpu", 12))
+    got = prof.cum("parent_work", "cpu")
+    check(got <= 0.15e9, "parent_work ran %.3f s; the profile holds %.3f s under it\n%s" % (work / 1e9, got / 1e9, table))
+    under = prof.cum("fork", "cpu")
+    check(under >= 0.5 * forks, "the fork phase used %.3f s of the main thread's CPU; %.3f s of it is under fork\n%s"
+          % (forks / 1e9, under / 1e9, table))
+
+
+def test_cpu_held_from_the_sampler_stays_where_it_was_spent(ctx):
+    """f burns 0.5 s; held blocks every signal with the raw system call
+    (Go's way: no libc wrapper for the shim to filter), burns 0.5 s and
+    unblocks; g burns 0.1 s. The expirations of the held span come as one
+    signal when held unblocks, at held's own stack: held has its 0.5 s, and
+    g no more than its own (at most 0.15 s)."""
+    r, d = ctx.profile(["held_burn"])
+    prof = ctx.read(_cpu_file(d), r)
+    table = indent(prof.cum_table("cpu", 12))
+    truth = {k: _truth_lines(r, k)[0]["cpu_ns"] for k in ("f", "held", "g")}
+    got = {k: prof.cum(k, "cpu") for k in truth}
+    check(got["g"] <= 0.15e9 and got["held"] >= 0.4e9 and 0.4e9 <= got["f"] <= 0.6e9,
+          "used %s; the profile holds %s\n%s" % (
+              ", ".join("%s %.3f s" % (k, v / 1e9) for k, v in sorted(truth.items())),
+              ", ".join("%s %.3f s" % (k, v / 1e9) for k, v in sorted(got.items())), table))
+
