@@ -168,7 +168,9 @@ def _fifo_debuglink_case(ctx, where):
     check(len(lines) == 1 and not lines[0].startswith(ERROR_PREFIX),
           "%s: want one summary line (the FIFO skipped, not waited on until the bound)\n%s" % (what, r.describe()))
     m = re.search(r"\| stop (\d+) ms", lines[0])
-    check(m and int(m.group(1)) < 4000, "%s: the stop took %s ms\n%s" % (what, m and m.group(1), r.describe()))
+    # Waited on, the FIFO would hold the stop to its 8 s bound (an error
+    # line, above); under that, the time is the machine's.
+    check(m and int(m.group(1)) < 7500, "%s: the stop took %s ms\n%s" % (what, m and m.group(1), r.describe()))
     files = _files_as_said(r, pd, what)
     check(sorted(os.path.basename(p) for p in files) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"],
           "%s: want all three profiles, got %s" % (what, files))

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <string>
 #include <vector>
@@ -12,6 +13,15 @@ struct Case { const char* name; std::function<void()> fn; };
 inline std::vector<Case>& cases() { static std::vector<Case> v; return v; }
 inline int& failures() { static int f = 0; return f; }
 struct Register { Register(const char* n, std::function<void()> f) { cases().push_back({n, f}); } };
+// This thread's CPU time in seconds: what a "this is fast" check measures.
+// A loaded machine stretches the wall clock, not the work; such a check is
+// a guard against a slip into quadratic time, with room to spare (speed
+// targets are make bench's).
+inline double thread_cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
 }  // namespace check
 
 #define TEST(name) \
