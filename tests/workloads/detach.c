@@ -7,12 +7,14 @@
 //                               reads stdin through the copy to stdout; exit
 //                               1 if the copy was closed under it.
 //        detach root PIDFILE    Erlang's erl_child_setup: forks a child that
-//                               execs this program as `detach helper`, burns
-//                               CPU in root_work and exits 0 without waiting.
-//        detach helper PIDFILE ROOTPID
-//                               calls setsid, writes its pid to PIDFILE and
-//                               exits once ROOTPID has gone (reaped), as
-//                               erl_child_setup ends when BEAM has.
+//                               execs this program as `detach helper` with
+//                               the read end of a pipe, burns CPU in
+//                               root_work and exits 0 without waiting.
+//        detach helper PIDFILE ROOTPID FD
+//                               calls setsid, writes its pid to PIDFILE,
+//                               blocks on FD until the root's end closes it
+//                               and exits once ROOTPID has been reaped too,
+//                               as erl_child_setup ends when BEAM has.
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -86,23 +88,31 @@ int main(int argc, char** argv) {
     return WIFEXITED(st) ? WEXITSTATUS(st) : 2;
   }
   if (argc == 3 && !strcmp(argv[1], "root")) {
-    char root[32];
+    char root[32], fd[32];
+    int p[2];
+    if (pipe(p) != 0) return 2;
     snprintf(root, sizeof root, "%d", (int)getpid());
+    snprintf(fd, sizeof fd, "%d", p[0]);
     pid_t c = fork();
     if (c == 0) {
-      execl("/proc/self/exe", "detach", "helper", argv[2], root, (char*)NULL);
+      close(p[1]);
+      execl("/proc/self/exe", "detach", "helper", argv[2], root, fd, (char*)NULL);
       _exit(127);
     }
     if (c < 0) return 2;
+    close(p[0]);
     root_work();
     return 0;
   }
-  if (argc == 4 && !strcmp(argv[1], "helper")) {
+  if (argc == 5 && !strcmp(argv[1], "helper")) {
     pid_t root = (pid_t)atoi(argv[3]);
     if (setsid() < 0 || write_pidfile(argv[2]) != 0) return 2;
+    char c;
+    while (read(atoi(argv[4]), &c, 1) > 0) {
+    }
     for (int i = 0; i < 30000 && !(kill(root, 0) != 0 && errno == ESRCH); i++) usleep(1000);
     return 0;
   }
-  fprintf(stderr, "usage: detach stale_dup | root PIDFILE | helper PIDFILE ROOTPID\n");
+  fprintf(stderr, "usage: detach stale_dup | root PIDFILE | helper PIDFILE ROOTPID FD\n");
   return 2;
 }
