@@ -39,18 +39,21 @@ def gzip_comment(path):
 
 
 def parse_marker(comment):
-    """The shim's "profshim session=ROOTPID:START pid=PID alt=STEM exe=PATH"
-    as a dict, or None (another writer's file, or an older shim's)."""
+    """The shim's "profshim session=ROOTPID:START pid=PID alt=STEM cpu=NS
+    exe=PATH" as a dict, or None (another writer's file, or an older
+    shim's). cpu= (the image's CPU to its stop) is absent in older files."""
     if not comment.startswith("profshim session="):
         return None
     try:
         head, exe = comment.split(" exe=", 1)
         head, alt = head.split(" alt=", 1)
+        alt, _, cpu = alt.partition(" cpu=")
         session, pid = head[len("profshim session="):].split(" pid=", 1)
         int(pid)
+        cpu_ns = int(cpu) if cpu else None
     except ValueError:
         return None
-    return {"session": session, "pid": int(pid), "alt": alt, "exe": exe}
+    return {"session": session, "pid": int(pid), "alt": alt, "cpu_ns": cpu_ns, "exe": exe}
 
 
 def _varint(buf, i):

@@ -19,10 +19,14 @@
 namespace errline {
 namespace {
 
+// Zero-initialised, so every field's zero must mean "nothing of ours": a
+// zero that meant descriptor 0 had the inert shim (init never runs) close
+// the program's stdin at setsid.
 struct State {
-  std::atomic<int> dup;  // our duplicate, or -1 (0 before init: see init)
+  std::atomic<int> held;  // our duplicate's number plus one; 0: none
   dev_t dev;
   ino_t ino;
+  std::atomic<bool> inited;     // init ran: before it (setup errors), lines go to fd 2 as it is
   std::atomic<bool> known;      // fd 2 was open at setup
   std::atomic<bool> detached;
   std::atomic<bool> no_pipes;          // a fork child's image: keeps no duplicate of a pipe
@@ -33,6 +37,19 @@ State g;  // zero-initialised: no dynamic initialiser (DESIGN "Globals")
 bool same_file(int fd) {
   struct stat st;
   return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == g.dev && st.st_ino == g.ino;
+}
+
+int held() { return g.held.load() - 1; }
+
+// Takes our duplicate out of the state and closes it, but only if the
+// number still holds what we made (the original stderr, close-on-exec): a
+// program that closed it behind our back (a raw syscall, a library's own
+// loop) may have been given that number again, and it is the program's.
+void let_go() {
+  int d = g.held.exchange(0) - 1;
+  if (d < 0 || !same_file(d)) return;
+  int flags = fcntl(d, F_GETFD);
+  if (flags >= 0 && (flags & FD_CLOEXEC)) syscall(SYS_close, d);
 }
 
 // A write to a closed pipe sends SIGPIPE to the writing thread: blocked
@@ -91,7 +108,7 @@ int top_free_fd() {
 }  // namespace
 
 void init() {
-  g.dup.store(-1);
+  g.inited.store(true);
   struct stat st;
   if (fstat(2, &st) != 0) return;  // started without stderr: we stay silent
   g.dev = st.st_dev;
@@ -109,10 +126,10 @@ void line(const char* text) {
   size_t len = sizeof kPrefix - 1 + n;
   buf[len++] = '\n';
   if (!g.known.load()) {
-    if (g.dup.load() == 0) write_quietly(2, buf, len);  // before init (setup errors): fd 2 as it is
+    if (!g.inited.load()) write_quietly(2, buf, len);  // before init (setup errors): fd 2 as it is
     return;
   }
-  int d = g.dup.load();
+  int d = held();
   if (d >= 0 && same_file(d))
     write_quietly(d, buf, len);
   else if (same_file(2))
@@ -125,38 +142,36 @@ bool is_pipe_like(int fd) {
 }
 
 void before_fd2_goes() {
-  if (!g.known.load() || g.detached.load() || g.dup.load() >= 0 || !same_file(2)) return;
+  if (!g.known.load() || g.detached.load() || held() >= 0 || !same_file(2)) return;
   // A forked child that lets its stderr go and lives on (a daemon that does
   // not call setsid) must not keep its parent's pipe open: a reader of that
   // pipe would wait for its end as long as the child lives.
   if (g.no_pipes.load() && is_pipe_like(2)) return;
   int d = fcntl(2, F_DUPFD_CLOEXEC, top_free_fd());
-  if (d >= 0) g.dup.store(d);
+  if (d >= 0) g.held.store(d + 1);
 }
 
 void before_close(unsigned lo, unsigned hi) {
   if (!g.known.load(std::memory_order_relaxed)) return;
-  int d = g.dup.load();
-  if (d >= 0 && unsigned(d) >= lo && unsigned(d) <= hi) g.dup.store(-1);  // the program's to close
+  int d = held();
+  if (d >= 0 && unsigned(d) >= lo && unsigned(d) <= hi) g.held.store(0);  // the program's to close
   if (lo > 2 || hi < 2) return;
   before_fd2_goes();
-  d = g.dup.load();
-  if (d >= 0 && unsigned(d) >= lo && unsigned(d) <= hi) {  // it closes everything: nowhere to keep one
-    syscall(SYS_close, d);
-    g.dup.store(-1);
-  }
+  d = held();
+  if (d >= 0 && unsigned(d) >= lo && unsigned(d) <= hi) let_go();  // it closes everything: nowhere to keep one
 }
 
 void detaching() {
+  if (!g.known.load()) return;  // inert, or no stderr: nothing of ours to let go
   g.detached.store(true);
-  int d = g.dup.exchange(-1);
-  if (d >= 0) syscall(SYS_close, d);  // its parent's pipe, say: let it go
+  let_go();  // its parent's pipe, say
 }
 
 void forked() {
+  if (!g.known.load()) return;
   g.no_pipes.store(true);
-  int d = g.dup.load();
-  if (d >= 0 && is_pipe_like(d) && g.dup.compare_exchange_strong(d, -1)) syscall(SYS_close, d);
+  int d = held();
+  if (d >= 0 && is_pipe_like(d)) let_go();
 }
 
 void set_deadline(uint64_t mono_ns) { g.deadline_ns.store(mono_ns, std::memory_order_relaxed); }

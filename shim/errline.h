@@ -11,7 +11,10 @@
 // is not kept waiting. Before that moment no descriptor of the shim's exists
 // at all. The program closing the duplicate's number (closefrom, a loop over
 // every fd) closes it for real and the shim forgets it: the shim never
-// closes a descriptor it does not hold.
+// closes a descriptor it does not hold, nor a number that no longer holds
+// its duplicate (closed by a raw syscall and given to the program again).
+// Inert (init never ran), nothing here touches a descriptor but line(),
+// which writes a setup error to fd 2 as it is.
 //
 // line() is signal-safe and never raises SIGPIPE in the program: a closed
 // pipe costs the line, not the process.

@@ -339,14 +339,15 @@ void run(Context& ctx) {
   const engine::Engine* const* all = engine::all(&n);
   for (int i = 0; i < n; ++i)
     if (all[i]->on()) all[i]->halt();
-  f.cpu_to_stop_s = double(image_cpu_ns()) / 1e9;  // the moment the CPU profile ends
+  uint64_t cpu_ns = image_cpu_ns();  // the moment the CPU profile ends
+  f.cpu_to_stop_s = double(cpu_ns) / 1e9;
   Set set;
   engine::When when;
   when.mono_ns = ctx.stop_mono_ns;
   when.real_ns = sys::now_ns(CLOCK_REALTIME);
   collect(engine::Why::kStop, when, &set);
   // Pid reuse, a daemon taking NAME, another program's NAME.* (image.h).
-  ctx.stem = image::final_stem(cfg.dir, ctx.stem);
+  ctx.stem = image::final_stem(cfg.dir, ctx.stem, cpu_ns);
   Target to;
   to.dir = cfg.dir, to.stem = ctx.stem, to.why = std::string("stopped by ") + ctx.how;
   to.start_real_ns = ctx.start_real_ns;

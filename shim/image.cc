@@ -31,6 +31,7 @@ int g_root_sid;                  // the root's session id at its setup (0: not k
 // The stem this image chose at a stop for a stem of its own, kept for its
 // later stops (a failed exec resumes the same image).
 char g_claimed_base[512], g_claimed_stem[512];
+uint64_t g_cpu_ns;  // the image's CPU to its last stop, for its files' marker
 
 std::string program_name() {
   char buf[PATH_MAX];
@@ -68,9 +69,11 @@ std::string exe_path() {
 
 // The identity an image writes in each file's gzip header (gzip.h), read
 // back before NAME.* is replaced: "profshim session=ROOTPID:START pid=PID
-// alt=STEM exe=PATH", ALT the name the image has when it is not the root's.
+// alt=STEM cpu=NS exe=PATH", ALT the name the image has when it is not the
+// root's, NS its CPU to the stop (the summary line's process cpu).
 struct Marker {
   std::string session, pid, alt, exe;
+  uint64_t cpu_ns = 0;  // 0 also when not recorded (an older profshim's)
 };
 bool parse_marker(const std::string& c, Marker* m) {
   if (c.compare(0, 17, "profshim session=") != 0) return false;
@@ -78,10 +81,13 @@ bool parse_marker(const std::string& c, Marker* m) {
   if (sp == std::string::npos || pid != sp || alt == std::string::npos || exe == std::string::npos || exe < alt ||
       alt < pid)
     return false;
+  size_t cpu = c.find(" cpu=", alt);
+  size_t alt_end = cpu < exe ? cpu : exe;
   m->session = c.substr(17, sp - 17);
   m->pid = c.substr(pid + 5, alt - pid - 5);
-  m->alt = c.substr(alt + 5, exe - alt - 5);
+  m->alt = c.substr(alt + 5, alt_end - alt - 5);
   m->exe = c.substr(exe + 5);
+  if (cpu < exe) m->cpu_ns = strtoull(c.c_str() + cpu + 5, nullptr, 10);
   return true;
 }
 std::string session_tag() { return std::to_string(std::abs(g_root_pid.load())) + ":" + std::to_string(g_start_s); }
@@ -89,11 +95,12 @@ std::string session_tag() { return std::to_string(std::abs(g_root_pid.load())) +
 // Detached from the root's session (setsid, daemon) after the root has
 // gone, and orphaned (its parent gone too, so it was reparented): the
 // daemon of a `Type=forking` unit, of `daemonize yes`, the double fork's
-// grandchild, a postmaster after pg_ctl. Such an image takes NAME at its
-// stop. A daemon's own children (PostgreSQL's backends, which call setsid
-// themselves; a pre-forking server's workers) end while their parent lives:
-// they keep their own names (each taking NAME in turn renamed the one
-// before, and those ending together lost files).
+// grandchild, a postmaster after pg_ctl. Such an image may take NAME at its
+// stop (final_stem: only from a holder that used less CPU). A daemon's own
+// children (PostgreSQL's backends, which call setsid themselves; a
+// pre-forking server's workers) end while their parent lives: they keep
+// their own names (each taking NAME in turn renamed the one before, and
+// those ending together lost files).
 bool heir() {
   int root = std::abs(g_root_pid.load());
   // getsid answers 0 where the session's leader is outside this pid
@@ -194,27 +201,43 @@ std::string unique_stem(const std::string& dir, const std::string& base) {
   return s;
 }
 
-std::string final_stem(const std::string& dir, const std::string& base) {
+std::string final_stem(const std::string& dir, const std::string& base, uint64_t cpu_ns) {
+  g_cpu_ns = cpu_ns;
   const std::string& name = g_cfg->name;
-  bool takes_name = base == name || (base == stem(false) && heir());
-  if (!takes_name) return unique_stem(dir, base);
-  const std::string me = exe_path(), tag = session_tag();
-  for (const char* kind : {"cpu", "heap", "wait"}) {
-    std::string path = dir + "/" + name + "." + kind + ".pprof";
-    Marker m;
-    if (!parse_marker(gzip::header_comment(path), &m)) continue;  // none, or an older profshim's: replaced
+  bool as_heir = base != name && base == stem(false) && heir();
+  if (base != name && !as_heir) return unique_stem(dir, base);
+  const std::string me = exe_path(), tag = session_tag(), my_pid = std::to_string(g_pid.load());
+  // All three looked at before any is renamed: this image takes all of
+  // NAME.* or none of it.
+  Marker m[3];
+  bool marked[3];
+  const char* kinds[3] = {"cpu", "heap", "wait"};
+  for (int i = 0; i < 3; ++i) {
+    marked[i] = parse_marker(gzip::header_comment(dir + "/" + name + "." + kinds[i] + ".pprof"), &m[i]);
+    if (!marked[i]) continue;  // none, or an older profshim's: replaced
     // Another session's root that was another program (a unit's
     // ExecStopPost=/bin/rm after its daemon): its files stay, this image
     // writes under its own name.
-    if (m.session != tag && m.exe != me) return unique_stem(dir, stem(false));
+    if (m[i].session != tag && m[i].exe != me) return unique_stem(dir, stem(false));
+    // A root (or an earlier heir) that used at least this image's CPU did
+    // the run's work: Erlang's erl_child_setup, ending just after BEAM and
+    // reaped after it, took BEAM's NAME in 11 runs of 20. A daemon's parent
+    // lives a millisecond and yields to it.
+    if (as_heir && m[i].session == tag && m[i].pid != my_pid && m[i].cpu_ns >= cpu_ns)
+      return unique_stem(dir, stem(false));
+  }
+  for (int i = 0; i < 3; ++i) {
+    if (!marked[i]) continue;
+    const char* kind = kinds[i];
+    std::string path = dir + "/" + name + "." + kind + ".pprof";
     // Another image of this session wrote it (the root, before a daemon
     // takes NAME; a daemon, before a root that outlived it): renamed to
     // the name it would have had, so taking NAME loses nothing.
-    if (m.session == tag && m.pid != std::to_string(g_pid.load()) && !m.alt.empty() && m.alt != name &&
-        m.alt.find('/') == std::string::npos) {
-      std::string alt = m.alt;
+    if (m[i].session == tag && m[i].pid != my_pid && !m[i].alt.empty() && m[i].alt != name &&
+        m[i].alt.find('/') == std::string::npos) {
+      std::string alt = m[i].alt;
       for (int k = 2; k < 10000 && access((dir + "/" + alt + "." + kind + ".pprof").c_str(), F_OK) == 0; ++k)
-        alt = m.alt + "-" + std::to_string(k);
+        alt = m[i].alt + "-" + std::to_string(k);
       rename(path.c_str(), (dir + "/" + alt + "." + kind + ".pprof").c_str());
     }
   }
@@ -223,7 +246,7 @@ std::string final_stem(const std::string& dir, const std::string& base) {
 
 std::string marker() {
   return "profshim session=" + session_tag() + " pid=" + std::to_string(g_pid.load()) + " alt=" + stem(false) +
-         " exe=" + exe_path();
+         " cpu=" + std::to_string(g_cpu_ns) + " exe=" + exe_path();
 }
 
 bool env_profiles(char* const envp[]) {

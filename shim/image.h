@@ -5,6 +5,7 @@
 // environment as PROFSHIM_IMAGE=ROOTPID:PID:GEN:SESSION:START:ROOTSID (docs/DESIGN.md,
 // "Fork and exec"). Not signal-safe; called at setup, fork, exec and the stop.
 #pragma once
+#include <stdint.h>
 #include <sys/types.h>
 
 #include <string>
@@ -26,19 +27,22 @@ std::string stem(bool as_root);
 // The stem this image writes as now.
 std::string stem();
 
-// At the stop, the stem to write under (docs/DESIGN.md, "Fork and exec"):
-//  - NAME for the root's final image, and for an image detached from the
-//    root's session (setsid, daemon) that stops after the root has gone
-//    (a daemon); such an image first renames the NAME.* this session's
-//    root wrote to that root's own stem. If NAME.* is another session's and
-//    was written by another program, it stays: this image writes under its
-//    own stem instead.
+// At the stop, the stem to write under (docs/DESIGN.md, "Fork and exec");
+// cpu_ns the image's CPU to the stop, recorded in its files' marker:
+//  - NAME for the root's final image, and for an orphaned image detached
+//    from the root's session (setsid, daemon) that stops after the root has
+//    gone (a daemon), unless the NAME.* this session's root (or an earlier
+//    such image) wrote records at least cpu_ns: a helper left behind keeps
+//    its own stem. An image that takes NAME first renames the NAME.* another
+//    image of this session wrote to that image's own stem. If NAME.* is
+//    another session's and was written by another program, it stays: this
+//    image writes under its own stem instead.
 //  - any other stem as it is, unless a file of that name was written
 //    during this session (by an earlier image with the same pid: pids are
 //    reused), else the first of stem-2, stem-3, ... that was not. An image
 //    keeps the stem it chose for a later stop of its own (after a failed
 //    exec). A file from an earlier session is replaced.
-std::string final_stem(const std::string& dir, const std::string& stem);
+std::string final_stem(const std::string& dir, const std::string& stem, uint64_t cpu_ns);
 // While running (snapshots, heap peaks, mem.tsv): NAME for the root; any
 // other stem made unique within the session as final_stem does, and kept.
 std::string unique_stem(const std::string& dir, const std::string& stem);
@@ -46,7 +50,7 @@ std::string unique_stem(const std::string& dir, const std::string& stem);
 // or this one's), not left by an earlier run.
 bool written_this_session(const std::string& path);
 // What each file's gzip header records of the image that wrote it, for
-// final_stem to read: session, pid, own stem, executable.
+// final_stem to read: session, pid, own stem, CPU to its stop, executable.
 std::string marker();
 
 // Whether an exec with this environment starts a profiled image.
