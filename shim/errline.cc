@@ -141,7 +141,15 @@ bool is_pipe_like(int fd) {
   return fstat(fd, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
 }
 
+// The program's errno is its own: a close(2) that succeeds left EBADF
+// behind from the shim's look at its own duplicate.
+struct KeepErrno {
+  int saved = errno;
+  ~KeepErrno() { errno = saved; }
+};
+
 void before_fd2_goes() {
+  KeepErrno keep;
   if (!g.known.load() || g.detached.load() || held() >= 0 || !same_file(2)) return;
   // A forked child that lets its stderr go and lives on (a daemon that does
   // not call setsid) must not keep its parent's pipe open: a reader of that
@@ -152,6 +160,7 @@ void before_fd2_goes() {
 }
 
 void before_close(unsigned lo, unsigned hi) {
+  KeepErrno keep;
   if (!g.known.load(std::memory_order_relaxed)) return;
   int d = held();
   if (d >= 0 && unsigned(d) >= lo && unsigned(d) <= hi) g.held.store(0);  // the program's to close
@@ -162,12 +171,14 @@ void before_close(unsigned lo, unsigned hi) {
 }
 
 void detaching() {
+  KeepErrno keep;
   if (!g.known.load()) return;  // inert, or no stderr: nothing of ours to let go
   g.detached.store(true);
   let_go();  // its parent's pipe, say
 }
 
 void forked() {
+  KeepErrno keep;
   if (!g.known.load()) return;
   g.no_pipes.store(true);
   int d = held();

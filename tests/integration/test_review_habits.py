@@ -97,3 +97,16 @@ def test_a_daemons_parent_pipe_is_not_held_open(ctx):
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
         check(b"parent exits" in p.stdout, "%s: %r" % (label, p.stdout))
         check(not os.path.exists(gone), "%s: the shell waited for the daemon's end to read the pipe" % label)
+
+
+def test_a_close_that_succeeds_keeps_errno(ctx):
+    """close(2) succeeding leaves errno as it was (the shim's look at its
+    duplicate of stderr left EBADF behind), inert and profiled."""
+    argv = ["review_habits", "close_errno"]
+    plain = run(ctx, argv, env=ctx.env(preload=False))
+    check(plain.stdout_text == "close(2) = 0, errno 0\n", "plain: %r" % plain.stdout_text)
+    for env in (ctx.env(), prof_env(ctx, ctx.mkdtemp("prof"))):
+        r = run(ctx, argv, env=env)
+        check(r.status.key() == plain.status.key() and r.stdout_text == plain.stdout_text,
+              "under the shim: %s %r, plain %s %r" % (r.status, r.stdout_text, plain.status, plain.stdout_text))
+

@@ -13,10 +13,12 @@
 //                   below) with 14 KiB in use sleeps 150 ms in nanosleep (bound
 //                   first on the main stack, as a program's own earlier
 //                   calls would have).
+//   close_errno     close(2) with errno 0 before: prints the result and errno.
 //   daemon_pipe [FILE]  forks a child that points 0-2 at /dev/null, calls
 //                   setsid, lives 6 s and then creates FILE; the parent exits
 //                   at once.
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -145,6 +147,10 @@ int main(int argc, char** argv) {
     makecontext(&fiber_ctx, fiber_body, 0);
     swapcontext(&fiber_main, &fiber_ctx);
     printf("fiber returned\n");
+  } else if (!strcmp(mode, "close_errno")) {
+    errno = 0;
+    int r = close(2);
+    printf("close(2) = %d, errno %d\n", r, errno);
   } else if (!strcmp(mode, "daemon_pipe")) {
     if (fork() == 0) {
       int fd = open("/dev/null", O_RDWR);
