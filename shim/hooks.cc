@@ -53,6 +53,7 @@ struct Start {
   void* arg;
   uint64_t view;  // the creator's view of the signals the shim keeps out of masks
   bool profiled;
+  stackwalk::ThreadStack stack;
 };
 
 // Threads started through here and alive now (heap.h, share_main_arena);
@@ -69,7 +70,10 @@ void thread_leaves() {
 PROFSHIM_WRAPPER void* thread_start(void* p) {
   Start s = *static_cast<Start*>(p);
   free(p);
-  if (s.profiled) lifecycle::thread_started(s.view, reinterpret_cast<void*>(s.fn));
+  if (s.profiled) {
+    stackwalk::note_new_thread_stack(s.stack);
+    lifecycle::thread_started(s.view, reinterpret_cast<void*>(s.fn));
+  }
   t_counted = true;
   if (g_live_threads.fetch_add(1, std::memory_order_relaxed) == 0) heap::share_main_arena();
   void* rv = s.fn(s.arg);
@@ -344,10 +348,12 @@ EXPORT int pthread_create(pthread_t* t, const pthread_attr_t* attr, void* (*fn)(
   Start* s = static_cast<Start*>(malloc(sizeof(Start)));
   if (profiled) heap::set_thread_active(was);
   if (!s) return real::pthread_create()(t, attr, fn, arg);
-  *s = {fn, arg, profiled ? sigmask::view_bits() : 0, profiled};
-  if (profiled) lifecycle::thread_creating();
   pthread_attr_t roomier;
-  int rc = real::pthread_create()(t, stackwalk::with_room(attr, &roomier, profiled), thread_start, s);
+  const pthread_attr_t* used = stackwalk::with_room(attr, &roomier, profiled);
+  *s = {fn, arg, profiled ? sigmask::view_bits() : 0, profiled, {0, 0}};
+  if (profiled) s->stack = stackwalk::stack_of(used);
+  if (profiled) lifecycle::thread_creating();
+  int rc = real::pthread_create()(t, used, thread_start, s);
   if (rc != 0) {
     if (profiled) lifecycle::thread_create_failed();
     free(s);

@@ -282,7 +282,6 @@ void thread_create_failed() { g_threads.fetch_sub(1); }
 void thread_ending() { fatal_thread_ending(); }
 
 void thread_started(uint64_t creator_view, void* start_fn) {
-  stackwalk::note_thread_stack();
   void* alt = signals::ensure_altstack();
   pthread_setspecific(g_thread_key, alt ? alt : reinterpret_cast<void*>(1));
   sigmask::thread_begin(creator_view);

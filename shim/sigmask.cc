@@ -60,7 +60,7 @@ int unfiltered(int how, const sigset_t* set, sigset_t* old) {
 
 void setup(int ours) {
   g_ours = ours;
-  g_kept = bit(ours) | bit(SIGSEGV) | bit(SIGBUS) | bit(SIGFPE) | bit(SIGILL);
+  g_kept = bit(ours) | bit(SIGSEGV) | bit(SIGBUS) | bit(SIGFPE) | bit(SIGILL) | bit(SIGTRAP) | bit(SIGSYS);
   t_view = kernel_blocked_kept();
   kernel(SIG_UNBLOCK, t_view);
 }

@@ -5,10 +5,10 @@
 // created after pthread_sigmask(SIG_BLOCK, all) would otherwise never get a
 // CPU sample.
 //
-// The same holds for the synchronous faults (SIGSEGV, SIGBUS, SIGFPE,
-// SIGILL): the kernel kills a thread that faults with one blocked without
-// running any handler, so a crash in a worker that blocks every signal would
-// leave no profile.
+// The same holds for the synchronous faults and traps (SIGSEGV, SIGBUS,
+// SIGFPE, SIGILL, SIGTRAP, SIGSYS): the kernel kills a thread that faults
+// with one blocked without running any handler, so a crash in a worker that
+// blocks every signal would leave no profile.
 //
 // Per thread, a bit per kept signal remembers whether the program wants it
 // blocked (its view); the kernel's mask never has them. The wrappers of the

@@ -26,8 +26,13 @@
 namespace signals {
 namespace {
 
-const int kFatal[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGABRT, SIGSEGV, SIGBUS, SIGFPE,
-                      SIGILL,  SIGPIPE, SIGALRM, SIGXCPU, SIGXFSZ, SIGUSR1, SIGUSR2};
+// Every signal whose default action ends the process (signal(7): Term and
+// Core), so that each such death is a stop. The real-time ones are added
+// at install: their range is glibc's to say, and the shim's own is
+// own_signal's.
+const int kFatal[] = {SIGTERM, SIGINT,  SIGHUP,  SIGQUIT,   SIGABRT, SIGSEGV,   SIGBUS, SIGFPE,
+                      SIGILL,  SIGPIPE, SIGALRM, SIGXCPU,   SIGXFSZ, SIGUSR1,   SIGUSR2, SIGTRAP,
+                      SIGSYS,  SIGPROF, SIGVTALRM, SIGIO,   SIGPWR,  SIGSTKFLT};
 
 // What the kernel's action cannot say, per signal. Where ours stands in for
 // the program's SIG_DFL: the flags it asked for that ours needs otherwise
@@ -192,8 +197,15 @@ __attribute__((section("profshim_sigcall"), noinline)) void oneshot_handler(int 
 }  // namespace
 
 bool synchronous_fault(int sig, const siginfo_t* si) {
-  return si && si->si_code > 0 && (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL);
+  return si && si->si_code > 0 &&
+         (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGTRAP || sig == SIGSYS);
 }
+
+namespace {
+// A trap (int3, a breakpoint, a single step, seccomp's SECCOMP_RET_TRAP)
+// is raised after its instruction: returning does not raise it again.
+bool trap(int sig, const siginfo_t* si) { return synchronous_fault(sig, si) && (sig == SIGTRAP || sig == SIGSYS); }
+}  // namespace
 
 void fatal(int sig, siginfo_t* si, void* uc) {
   int saved = errno;
@@ -217,8 +229,15 @@ void fatal(int sig, siginfo_t* si, void* uc) {
   real::sigaction()(sig, &dfl, nullptr);
   // A fault re-executes its instruction on return and meets SIG_DFL there,
   // so the core shows the faulting frame. Anything sent (kill, raise,
-  // abort) is sent again; it stays pending until this handler returns.
-  if (!synchronous_fault(sig, si)) syscall(SYS_tgkill, syscall(SYS_getpid), sys::gettid(), sig);
+  // abort) is sent again; it stays pending until this handler returns. A
+  // trap is queued again as the kernel gave it (its si_code and fields are
+  // in the core), unblocked on return as the kernel forces it.
+  if (trap(sig, si)) {
+    sigdelset(&static_cast<ucontext_t*>(uc)->uc_sigmask, sig);
+    syscall(SYS_rt_tgsigqueueinfo, syscall(SYS_getpid), sys::gettid(), sig, si);
+  } else if (!synchronous_fault(sig, si)) {
+    syscall(SYS_tgkill, syscall(SYS_getpid), sys::gettid(), sig);
+  }
   errno = saved;
 }
 
@@ -235,11 +254,13 @@ void snapshot(int sig, siginfo_t* si, void* uc) {
 
 bool install(int snapshot_sig) {
   g.snapshot_sig = snapshot_sig;
-  int managed[sizeof kFatal / sizeof kFatal[0] + 1], n = 0;
+  int managed[NSIG], n = 0;
   for (int sig : kFatal) managed[n++] = sig;
+  for (int sig = SIGRTMIN; sig <= SIGRTMAX && n < NSIG; ++sig)
+    if (sig != own_signal::number()) managed[n++] = sig;
   bool fatal_too = false;
-  for (int sig : kFatal) fatal_too = fatal_too || sig == snapshot_sig;
-  if (snapshot_sig && !fatal_too) managed[n++] = snapshot_sig;
+  for (int i = 0; i < n; ++i) fatal_too = fatal_too || managed[i] == snapshot_sig;
+  if (snapshot_sig && !fatal_too && n < NSIG) managed[n++] = snapshot_sig;
   bool snapshot_in_place = false;
   for (int i = 0; i < n; ++i) {
     int sig = managed[i];

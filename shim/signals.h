@@ -45,7 +45,8 @@ bool serves_default(int sig);
 // The snapshot signal (signal context): asks the snapshot worker, nothing
 // more (it never writes in a handler).
 void snapshot(int sig, siginfo_t* si, void* uc);
-// A fault raised by the hardware at an instruction (re-executed on return).
+// A fault or trap the kernel raised at an instruction of this thread, which
+// no mask holds back (SIGTRAP and SIGSYS too: a breakpoint, seccomp's trap).
 bool synchronous_fault(int sig, const siginfo_t* si);
 
 // Gives the calling thread an alternate signal stack if it has none, so the

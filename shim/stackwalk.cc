@@ -224,6 +224,36 @@ void note_thread_stack() {
   pthread_attr_destroy(&attr);
 }
 
+ThreadStack stack_of(const pthread_attr_t* attr) {
+  ThreadStack st = {0, 0};
+  pthread_attr_t dflt;
+  if (!attr && pthread_getattr_default_np(&dflt) != 0) return st;
+  const pthread_attr_t* a = attr ? attr : &dflt;
+  void* lo = nullptr;
+  size_t size = 0;
+  // As with_room reads it: no stack of the program's reads 0 or 0 - size.
+  if (pthread_attr_getstack(a, &lo, &size) == 0 && lo && reinterpret_cast<uintptr_t>(lo) + size != 0)
+    st.lo = reinterpret_cast<uintptr_t>(lo);
+  if (pthread_attr_getstacksize(a, &size) == 0) st.size = size;
+  if (!attr) pthread_attr_destroy(&dflt);
+  return st;
+}
+
+void note_new_thread_stack(const ThreadStack& st) {
+  if (st.lo) {
+    t_stack_lo = st.lo, t_stack_hi = st.lo + st.size;
+    return;
+  }
+  // glibc maps the size asked plus the guard below it (2.27 on) and puts the
+  // thread's descriptor, which pthread_self() points at, at the top with
+  // static TLS under it: the usable stack ends the size below the top, and
+  // the top is within 8 KiB above the descriptor (its size and alignment).
+  const uintptr_t self = reinterpret_cast<uintptr_t>(pthread_self()), kAboveSelf = 8 << 10;
+  if (st.size <= kAboveSelf + kUnwindRoom || self < st.size) return;
+  t_stack_hi = self;
+  t_stack_lo = self + kAboveSelf - st.size;
+}
+
 int from_signal(void* uc, uint64_t* frames, int max) {
   Walk w = {frames, max, 0, false};
   if (!cramped(uc)) _Unwind_Backtrace(step, &w);

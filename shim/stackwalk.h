@@ -27,9 +27,21 @@ inline uint64_t lookup_addr(uint64_t frame) { return (frame & kExact) ? pc_of(fr
 // At setup: the unwinder's one-time set-up done outside any handler, and
 // the calling thread's stack bounds noted.
 void prime();
-// In a thread's first instruction: its stack's bounds, so a handler near
-// the bottom of a small stack takes the interrupted instruction only.
+// The calling thread's stack's bounds, so a handler near the bottom of a
+// small stack takes the interrupted instruction only (at setup, the main
+// thread's).
 void note_thread_stack();
+// A thread the shim starts: its stack as the attributes its creator passes
+// say (taken in the creator), and its bounds from them in its first
+// instruction. pthread_getattr_np there would allocate: the thread's first
+// call into jemalloc, which then creates the thread's arena, and crashes
+// when a memory limit refuses it.
+struct ThreadStack {
+  uintptr_t lo;  // the program's own memory (pthread_attr_setstack), else 0
+  size_t size;
+};
+ThreadStack stack_of(const pthread_attr_t* attr);
+void note_new_thread_stack(const ThreadStack& stack);
 
 // Whether a handler that received this context has too little stack left
 // to unwind (near the bottom of a small thread stack, or on the program's

@@ -8,23 +8,31 @@
 //     SIGABRT  abort()                             SIGPIPE a write to a pipe with no reader
 //     SIGALRM  alarm(1), then busy                 SIGXCPU RLIMIT_CPU soft limit 1 s past now, then busy
 //     SIGXFSZ  RLIMIT_FSIZE soft limit 1 MiB, then 2 MiB of writes to ./big.out
+//     SIGTRAP  int3                                SIGSYS  a system call seccomp traps
 //     others   kill(getpid(), sig)
 //   MODE thread: the natural cause, in a second thread (main waits in pthread_join)
 //   MODE overflow: (SIGSEGV only) unbounded recursion in recurse: a stack overflow
 //   MODE raise: raise(sig)
 //   MODE wait:  prints "ready", then stays busy in wait_work until a signal
 //               comes from outside (gives up after 30 s: exit 99)
+// SIGNAME: a name below, or SIGRTMIN+N / SIGRTMAX-N (kill -l's names).
+// A third argument "quick" burns a tenth of the CPU (~0.02 s).
 // If the process survives its signal it prints "survived" and exits 0.
 // stdout: "ready pid=N" before the signal (written with write(2)).
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,8 +45,41 @@ static const struct { const char* name; int sig; } kSigs[] = {
     {"SIGTERM", SIGTERM}, {"SIGINT", SIGINT},   {"SIGHUP", SIGHUP},   {"SIGQUIT", SIGQUIT},
     {"SIGABRT", SIGABRT}, {"SIGSEGV", SIGSEGV}, {"SIGBUS", SIGBUS},   {"SIGFPE", SIGFPE},
     {"SIGILL", SIGILL},   {"SIGPIPE", SIGPIPE}, {"SIGALRM", SIGALRM}, {"SIGXCPU", SIGXCPU},
-    {"SIGXFSZ", SIGXFSZ}, {"SIGUSR1", SIGUSR1}, {"SIGUSR2", SIGUSR2},
+    {"SIGXFSZ", SIGXFSZ}, {"SIGUSR1", SIGUSR1}, {"SIGUSR2", SIGUSR2}, {"SIGTRAP", SIGTRAP},
+    {"SIGSYS", SIGSYS},   {"SIGPROF", SIGPROF}, {"SIGVTALRM", SIGVTALRM}, {"SIGIO", SIGIO},
+    {"SIGPWR", SIGPWR},   {"SIGSTKFLT", SIGSTKFLT},
 };
+
+static int rt_signal(const char* name) {
+  int n = 0;
+  if (!strcmp(name, "SIGRTMIN")) return SIGRTMIN;
+  if (!strcmp(name, "SIGRTMAX")) return SIGRTMAX;
+  if (sscanf(name, "SIGRTMIN+%d", &n) == 1 && n > 0 && SIGRTMIN + n <= SIGRTMAX) return SIGRTMIN + n;
+  if (sscanf(name, "SIGRTMAX-%d", &n) == 1 && n > 0 && SIGRTMAX - n >= SIGRTMIN) return SIGRTMAX - n;
+  return 0;
+}
+
+static unsigned long g_burn = 200000000UL;
+
+// seccomp's trap for getpriority with a marker no one else passes; every
+// other call is allowed.
+#define SECCOMP_MARK 0x5ec
+static void trap_by_seccomp(void) {
+  struct sock_filter f[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_getpriority, 0, 3),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SECCOMP_MARK, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  struct sock_fprog prog = {sizeof f / sizeof f[0], f};
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
+    perror("seccomp");
+    exit(97);
+  }
+  syscall(__NR_getpriority, SECCOMP_MARK, 0);
+}
 
 static void say(const char* s) {
   if (write(1, s, strlen(s)) < 0) _exit(98);
@@ -52,7 +93,7 @@ static void burn(unsigned long n) {
   }
 }
 
-__attribute__((noinline, noclone)) void sig_work(void) { burn(200000000UL); }
+__attribute__((noinline, noclone)) void sig_work(void) { burn(g_burn); }
 
 __attribute__((noinline, noclone)) void sig_hold(void) {
   held = malloc(8 << 20);
@@ -129,6 +170,12 @@ static void natural(int sig) {
         if (write(fd, buf, sizeof buf) < 0) perror("write");
       break;
     }
+    case SIGTRAP:
+      __asm__ volatile("int3");
+      break;
+    case SIGSYS:
+      trap_by_seccomp();
+      break;
     default:
       kill(getpid(), sig);
   }
@@ -155,6 +202,8 @@ int main(int argc, char** argv) {
   int sig = 0;
   for (size_t i = 0; i < sizeof kSigs / sizeof kSigs[0]; i++)
     if (!strcmp(argv[1], kSigs[i].name)) sig = kSigs[i].sig;
+  if (!sig) sig = rt_signal(argv[1]);
+  if (argc > 3 && !strcmp(argv[3], "quick")) g_burn /= 10;
   if (!sig) {
     fprintf(stderr, "st_signal: unknown signal %s\n", argv[1]);
     return 2;
