@@ -116,8 +116,18 @@ void external(int sig, siginfo_t* si, void* uc) {
   sigmask::set_view(false);
 }
 
+// A thread the shim did not start got no alternate stack from it: the
+// shim's handler lands wherever the thread runs, where it cannot tell the
+// room (a coroutine's stack), and takes the leaf alone. Its first signal
+// gives it one, once: one the program takes away stays away.
+__thread bool t_altstack_offered;
+
 void handler(int sig, siginfo_t* si, void* uc) {
   int saved = errno;
+  if (!t_altstack_offered && !stackwalk::thread_stack_noted()) {
+    t_altstack_offered = true;
+    signals::altstack_on_return(uc);
+  }
   void* v = si ? si->si_value.sival_ptr : nullptr;
   int kind = -1;
   sigmask::Internal inside;

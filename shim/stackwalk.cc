@@ -265,6 +265,8 @@ namespace {
 void unwind_there(void* w) { _Unwind_Backtrace(step, w); }
 }  // namespace
 
+bool thread_stack_noted() { return t_stack_hi != 0; }
+
 int from_signal(void* uc, uint64_t* frames, int max) {
   Walk w = {frames, max, 0, false};
   bool walked = !cramped(uc);

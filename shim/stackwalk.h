@@ -30,6 +30,9 @@ void prime();
 // In a thread's first instruction: its stack's bounds, so a handler near
 // the bottom of a small stack takes the interrupted instruction only.
 void note_thread_stack();
+// Whether note_thread_stack() ran on this thread (it did not on a thread
+// that ran before the shim loaded). Signal-safe.
+bool thread_stack_noted();
 
 // Whether a handler that received this context has too little stack left
 // to unwind, or runs on a stack whose bounds the shim does not know. The
