@@ -59,7 +59,9 @@ uintptr_t room_below(uintptr_t sp, const stack_t* alt) {
   return 0;
 }
 
-inline __attribute__((always_inline)) uintptr_t sp_here() { return reinterpret_cast<uintptr_t>(__builtin_frame_address(0)); }
+inline __attribute__((always_inline)) uintptr_t sp_here() {
+  return reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+}
 
 uint64_t interrupted_pc(void* uc) {
   return uint64_t(static_cast<ucontext_t*>(uc)->uc_mcontext.gregs[REG_RIP]);
