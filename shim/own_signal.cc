@@ -16,6 +16,7 @@
 #include "sampler.h"
 #include "sigmask.h"
 #include "signals.h"
+#include "stackwalk.h"
 #include "sys.h"
 
 namespace own_signal {
@@ -92,6 +93,11 @@ void external(int sig, siginfo_t* si, void* uc) {
   memcpy(&mask, &static_cast<ucontext_t*>(uc)->uc_sigmask, sizeof mask);
   sigorset(&mask, &mask, &v.sa_mask);
   sigdelset(&mask, sig);
+  // Ours runs on the alternate stack, when the thread has one, and so does
+  // the program's handler, asked for with SA_ONSTACK or not. The shim's
+  // signal then waits until it returns, as for any handler of the
+  // program's there (signals.cc): a stack of 8 KiB has no room for both.
+  if (stackwalk::on_alt_stack(uc)) sigaddset(&mask, sig);
   sigmask::unfiltered(SIG_SETMASK, &mask, nullptr);
   sigmask::set_view(!(v.sa_flags & SA_NODEFER) || sigismember(&v.sa_mask, sig) == 1);
   if (v.sa_flags & SA_RESETHAND) {
@@ -110,8 +116,18 @@ void external(int sig, siginfo_t* si, void* uc) {
   sigmask::set_view(false);
 }
 
+// A thread the shim did not start got no alternate stack from it: the
+// shim's handler lands wherever the thread runs, where it cannot tell the
+// room (a coroutine's stack), and takes the leaf alone. Its first signal
+// gives it one, once: one the program takes away stays away.
+__thread bool t_altstack_offered;
+
 void handler(int sig, siginfo_t* si, void* uc) {
   int saved = errno;
+  if (!t_altstack_offered && !stackwalk::thread_stack_noted()) {
+    t_altstack_offered = true;
+    signals::altstack_on_return(uc);
+  }
   void* v = si ? si->si_value.sival_ptr : nullptr;
   int kind = -1;
   sigmask::Internal inside;
@@ -139,10 +155,14 @@ bool install(std::string* err) {
   memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = handler;
   // SA_RESTART: a sample must not make the program's read() fail with EINTR.
-  // No SA_ONSTACK: the program's alternate stack may be small and is its own.
+  // SA_ONSTACK: a thread that has an alternate stack may run on stacks no
+  // handler of others' can use -- a goroutine's few KiB (Go's rule for any
+  // handler in a cgo program), an Erlang process's stack under BEAM's JIT --
+  // and the frame the kernel pushes there lands on someone else's memory.
   // Every signal blocked while it runs: nothing interrupts it halfway
-  // through an unwind or a table update (faults excepted).
-  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  // through an unwind or a table update (faults excepted), and nothing
+  // lands on the alternate stack's top, where its frames are.
+  sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
   sigfillset(&sa.sa_mask);
   if (real::sigaction()(number(), &sa, &old) != 0) {
     *err = std::string("cannot install the shim's signal handler: ") + strerror(errno);

@@ -14,8 +14,9 @@
 //    while its view of the thread's mask blocks it, its handler run with its
 //    sa_mask and flags, or, by default, a fatal stop and death by the signal.
 //
-// The handler runs without SA_ONSTACK: a program's small alternate stack is
-// its own. Signal-safe throughout.
+// The handler runs on the thread's alternate stack (SA_ONSTACK), when it has
+// one: the stack the program's code runs on may be no C stack at all (a
+// goroutine's). Signal-safe throughout.
 #pragma once
 #include <signal.h>
 #include <stdint.h>

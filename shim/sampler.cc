@@ -281,17 +281,20 @@ bool owns(const void* v) {
 }
 
 namespace {
-// Near the bottom of a small stack (or the program's alternate stack): the
-// interrupted instruction alone, in as little stack as can be.
-uint32_t add_leaf(void* uc, int32_t tid, uint32_t serial, uint64_t n, uint64_t w) {
-  uint64_t pc = uint64_t(static_cast<ucontext_t*>(uc)->uc_mcontext.gregs[REG_RIP]) | stackwalk::kExact;
-  return g_table.add(&pc, 1, tid, serial, 0, n, w);
-}
-// The whole stack; its 1 KiB of frames only on a stack with room for them.
-__attribute__((noinline)) uint32_t add_walked(void* uc, int32_t tid, uint32_t serial, uint64_t n, uint64_t w) {
+// A sample's whole stack, called where there is room for the walk and its
+// 1 KiB of frames (sampler.h).
+struct Walk {
+  void* uc;
+  int32_t tid;
+  uint32_t serial;
+  uint64_t n, w;
+  uint32_t ref;
+};
+__attribute__((noinline)) void add_walked(void* p) {
+  auto* a = static_cast<Walk*>(p);
   uint64_t pcs[kMaxDepth];
-  int depth = stackwalk::from_signal(uc, pcs, kMaxDepth);
-  return g_table.add(pcs, uint32_t(depth), tid, serial, 0, n, w);
+  int depth = stackwalk::from_signal(a->uc, pcs, kMaxDepth);
+  a->ref = g_table.add(pcs, uint32_t(depth), a->tid, a->serial, 0, a->n, a->w);
 }
 }  // namespace
 
@@ -314,8 +317,15 @@ void on_timer(siginfo_t* si, void* uc) {
     uint64_t cpu = sys::now_ns(CLOCK_THREAD_CPUTIME_ID);
     uint64_t w = cpu > s->last_cpu ? cpu - s->last_cpu : 0;
     if (cpu > s->last_cpu) s->last_cpu = cpu;
-    uint32_t ref = stackwalk::cramped(uc) ? add_leaf(uc, tid, s->serial, n, w) : add_walked(uc, tid, s->serial, n, w);
-    if (ref) s->last = ref;
+    Walk a = {uc, tid, s->serial, n, w, 0};
+    if (!stackwalk::cramped(uc)) {
+      add_walked(&a);
+    } else if (!stackwalk::elsewhere(uc, add_walked, &a)) {
+      // Nowhere with room: the interrupted instruction alone, in as little stack as can be.
+      uint64_t pc = uint64_t(static_cast<ucontext_t*>(uc)->uc_mcontext.gregs[REG_RIP]) | stackwalk::kExact;
+      a.ref = g_table.add(&pc, 1, tid, s->serial, 0, n, w);
+    }
+    if (a.ref) s->last = a.ref;
     s->delivered += n;
     // A thread the shim did not start has no exit destructor to record its
     // name: its name as of its latest sample (one system call).

@@ -14,7 +14,10 @@
 //  - Only on_timer() runs in signal context. It touches the slot named by
 //    the signal's si_value, the stack table and atomics; it allocates
 //    nothing and takes no lock. When the table is full it drops the sample
-//    and counts it.
+//    and counts it. It runs on whatever stack the signal lands on (the
+//    thread's alternate stack, or the interrupted one): a full walk where
+//    there is room, else on the interrupted stack if that is the thread's
+//    own with room, else the interrupted instruction alone (stackwalk.h).
 //  - start() and thread_begin() may run concurrently with handlers.
 //  - stop() disables the handler, deletes every timer, waits (bounded) for
 //    handlers in flight and credits what every live thread used since its

@@ -423,6 +423,17 @@ void* ensure_altstack() {
   return p;
 }
 
+void altstack_on_return(void* uc) {
+  stack_t& ss = static_cast<ucontext_t*>(uc)->uc_stack;
+  if (!(ss.ss_flags & SS_DISABLE)) return;
+  void* p = mmap(nullptr, kAltStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                 -1, 0);
+  if (p == MAP_FAILED) return;
+  ss.ss_sp = p;
+  ss.ss_flags = 0;
+  ss.ss_size = kAltStack;
+}
+
 void release_altstack(void* stack) {
   if (!stack) return;
   stack_t cur;

@@ -55,5 +55,10 @@ bool synchronous_fault(int sig, const siginfo_t* si);
 // already had one (the program's) or none could be mapped.
 void* ensure_altstack();
 void release_altstack(void* stack);
+// In a handler of the shim's, on a thread that has none (one that ran before
+// the shim loaded): an alternate stack from the handler's return on, set in
+// its context, which the kernel restores then. Never unmapped: no exit of
+// that thread reaches the shim. Signal-safe.
+void altstack_on_return(void* ucontext);
 
 }  // namespace signals

@@ -5,6 +5,8 @@
 #include <signal.h>
 #include <sys/mman.h>
 
+#include "stackwalk.h"
+
 // Switches to `top` (16-byte aligned), calls fn(arg) there, switches back.
 // The CFI lets an unwinder (and gdb) walk from the new stack to the old.
 extern "C" void profshim_call_on_stack(void* top, void (*fn)(void*), void* arg)
@@ -45,6 +47,7 @@ struct Call {
   void (*fn)(void*);
   void* arg;
   void* alt;
+  stackwalk::Bounds stack;
 };
 
 // On the fresh stack: a fault here (in the stop) is delivered on an
@@ -55,7 +58,9 @@ void on_fresh(void* p) {
   auto* c = static_cast<Call*>(p);
   stack_t mine = {c->alt, 0, kNestedAlt}, before;
   bool swapped = sigaltstack(&mine, &before) == 0;
+  stackwalk::Bounds was = stackwalk::use_stack(c->stack);
   c->fn(c->arg);
+  stackwalk::use_stack(was);
   if (swapped) {
     before.ss_flags &= SS_DISABLE;  // SS_ONSTACK is a report, not a setting
     sigaltstack(&before, nullptr);
@@ -73,14 +78,16 @@ bool run_on_fresh(size_t size, void (*fn)(void*), void* arg) {
   char* b = static_cast<char*>(base);
   mprotect(b, guard, PROT_NONE);
   mprotect(b + guard + kNestedAlt, guard, PROT_NONE);
-  Call c = {fn, arg, b + guard};
   // Headroom above the first frame: a callee may read its caller's
   // argument area (glibc's syscall() loads a sixth argument from 8(%rsp),
   // and fn may tail-call it).
   uintptr_t top = (reinterpret_cast<uintptr_t>(b) + total - 256) & ~uintptr_t(15);
+  Call c = {fn, arg, b + guard, {reinterpret_cast<uintptr_t>(b) + 2 * guard + kNestedAlt, top}};
   profshim_call_on_stack(reinterpret_cast<void*>(top), on_fresh, &c);
   munmap(base, total);
   return true;
 }
+
+void call_on(void* top, void (*fn)(void*), void* arg) { profshim_call_on_stack(top, fn, arg); }
 
 }  // namespace stack

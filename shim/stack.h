@@ -12,4 +12,8 @@ namespace stack {
 // False (fn not run) if the mapping failed.
 bool run_on_fresh(size_t size, void (*fn)(void*), void* arg);
 
+// Calls fn(arg) with the stack pointer at top (16-byte aligned) and comes
+// back: a handler's way off a cramped stack onto one with room.
+void call_on(void* top, void (*fn)(void*), void* arg);
+
 }  // namespace stack

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <unwind.h>
 
+#include "stack.h"
 #include "wrappers.h"
 
 extern "C" void* __tls_get_addr(void*);  // the dynamic loader's: a probe for its address range
@@ -30,10 +31,37 @@ struct Range { uint64_t lo, hi; };
 // Stack the unwinder wants below the handler: its contexts and frame state
 // (~4 KiB), with margin.
 constexpr uintptr_t kUnwindRoom = 16 << 10;
+// The System V ABI's red zone below a function's stack pointer, and the
+// frames between a handler's switch to another stack and its walk there.
+constexpr uintptr_t kRedZone = 128;
+constexpr uintptr_t kSwitchedFrames = 4 << 10;
 extern "C" void* __libc_stack_end;  // the dynamic loader's: where _start found its stack
 
 __thread uintptr_t t_stack_lo;  // the thread's usable stack [lo, hi), 0 if unknown
 __thread uintptr_t t_stack_hi;
+__thread Bounds t_shim_stack;   // a stack of the shim's the thread runs on now (stack.cc)
+
+bool on_alt(uintptr_t sp, const stack_t& alt) {
+  uintptr_t lo = reinterpret_cast<uintptr_t>(alt.ss_sp);
+  return alt.ss_size && sp > lo && sp < lo + alt.ss_size;
+}
+
+// Bytes usable below sp, on a stack whose bounds the shim knows: the
+// thread's own, one of the shim's, or the alternate stack alt (as the
+// kernel recorded it in a signal's context, or as sigaltstack reports it).
+// 0 on any other: a goroutine's, a coroutine's, a JIT's stack of the
+// program's own memory, of a size nothing here can tell.
+// The alternate stack first: a program may carve it out of its thread's.
+uintptr_t room_below(uintptr_t sp, const stack_t* alt) {
+  if (alt && on_alt(sp, *alt)) return sp - reinterpret_cast<uintptr_t>(alt->ss_sp);
+  if (sp > t_stack_lo && sp < t_stack_hi) return sp - t_stack_lo;
+  if (sp > t_shim_stack.lo && sp < t_shim_stack.hi) return sp - t_shim_stack.lo;
+  return 0;
+}
+
+inline __attribute__((always_inline)) uintptr_t sp_here() {
+  return reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+}
 
 uint64_t interrupted_pc(void* uc) {
   return uint64_t(static_cast<ucontext_t*>(uc)->uc_mcontext.gregs[REG_RIP]);
@@ -134,19 +162,30 @@ _Unwind_Reason_Code count(struct _Unwind_Context*, void* arg) {
 
 }  // namespace
 
-// Whether this handler runs with little stack left: on the program's
-// alternate stack (a program's 8 KiB one, say; the kernel records in the
-// context whether the interrupted code was on it), or near the bottom of a
-// small thread stack. Then only the interrupted instruction is taken.
+// The alternate stack's bounds come from the context, where the kernel
+// records the thread's setting at delivery (its ss_flags say nothing of
+// where the interrupted code ran: on current kernels they are the setting's
+// flags, SS_AUTODISARM or 0).
 bool cramped(void* uc) {
-  uintptr_t sp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
-  const stack_t& ss = static_cast<ucontext_t*>(uc)->uc_stack;
-  if (ss.ss_flags & SS_ONSTACK) {
-    uintptr_t lo = reinterpret_cast<uintptr_t>(ss.ss_sp);
-    if (sp >= lo && sp < lo + ss.ss_size) return sp - lo < kUnwindRoom;
-    return false;  // running elsewhere (a stack of the shim's)
-  }
-  return t_stack_lo && sp > t_stack_lo && sp - t_stack_lo < kUnwindRoom;
+  return room_below(sp_here(), &static_cast<ucontext_t*>(uc)->uc_stack) < kUnwindRoom;
+}
+
+bool on_alt_stack(void* uc) { return on_alt(sp_here(), static_cast<ucontext_t*>(uc)->uc_stack); }
+
+bool elsewhere(void* uc, void (*fn)(void*), void* arg) {
+  const ucontext_t* u = static_cast<ucontext_t*>(uc);
+  const uintptr_t sp = uintptr_t(u->uc_mcontext.gregs[REG_RSP]);
+  // Only from the alternate stack to a stack the interrupted code was on:
+  // anywhere else the handler's own frames may lie below that code's.
+  if (!on_alt(sp_here(), u->uc_stack) || on_alt(sp, u->uc_stack)) return false;
+  // Below the red zone the ABI lets the interrupted function keep under
+  // its stack pointer, where the kernel itself would have put the frame.
+  // Every signal but a fault is blocked in the shim's handlers: none can
+  // land on the alternate stack's top, where this handler's frames are.
+  const uintptr_t top = (sp - kRedZone) & ~uintptr_t(15);
+  if (sp < kRedZone || room_below(top, nullptr) < kUnwindRoom + kSwitchedFrames) return false;
+  stack::call_on(reinterpret_cast<void*>(top), fn, arg);
+  return true;
 }
 
 namespace {
@@ -254,16 +293,27 @@ void note_new_thread_stack(const ThreadStack& st) {
   t_stack_lo = self + kAboveSelf - st.size;
 }
 
+namespace {
+void unwind_there(void* w) { _Unwind_Backtrace(step, w); }
+}  // namespace
+
+bool thread_stack_noted() { return t_stack_hi != 0; }
+
 int from_signal(void* uc, uint64_t* frames, int max) {
   Walk w = {frames, max, 0, false};
-  if (!cramped(uc)) _Unwind_Backtrace(step, &w);
+  bool walked = !cramped(uc);
+  if (walked)
+    _Unwind_Backtrace(step, &w);
+  else
+    walked = elsewhere(uc, unwind_there, &w);
   // Never got past the handler (no unwind information on the way, or no
   // room): the interrupted instruction at least.
   if (!w.started || w.n == 0 || pc_of(frames[0]) != interrupted_pc(uc)) {
     frames[0] = interrupted_pc(uc) | kExact;
     if (!w.started || w.n == 0) w.n = 1;
   }
-  if (w.n == 1 && !cramped(uc)) w.n = frame_pointer_walk(uc, frames, 1, max);
+  // Reads the interrupted stack only, inside its known bounds; few bytes here.
+  if (w.n == 1 && walked) w.n = frame_pointer_walk(uc, frames, 1, max);
   return w.n;
 }
 
@@ -274,17 +324,20 @@ int here(uint64_t* frames, int max) {
 }
 
 bool room_here() {
-  uintptr_t sp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
-  if (t_stack_hi && sp > t_stack_lo && sp < t_stack_hi) return sp - t_stack_lo >= kUnwindRoom;
-  // Not on the thread's known stack: an alternate signal stack (a program's
-  // handler), a stack the program switched to (a coroutine's or fiber's,
-  // makecontext, of any size: a 16 KiB one with 14 KiB in use overflowed),
-  // or a thread whose bounds were never noted. Only the first has bounds
-  // to go by.
+  const uintptr_t sp = sp_here();
+  if (room_below(sp, nullptr) >= kUnwindRoom) return true;
+  // Not on a stack the shim knows with room: maybe the alternate signal
+  // stack (a program's handler), the one other stack with bounds to go by.
+  // Not a stack the program switched to (a coroutine's or fiber's,
+  // makecontext, of any size: a 16 KiB one with 14 KiB in use overflowed).
   stack_t ss;
-  if (sigaltstack(nullptr, &ss) != 0 || !(ss.ss_flags & SS_ONSTACK)) return false;
-  uintptr_t lo = reinterpret_cast<uintptr_t>(ss.ss_sp);
-  return sp > lo && sp - lo >= kUnwindRoom;
+  return sigaltstack(nullptr, &ss) == 0 && (ss.ss_flags & SS_ONSTACK) && room_below(sp, &ss) >= kUnwindRoom;
+}
+
+Bounds use_stack(Bounds b) {
+  Bounds was = t_shim_stack;
+  t_shim_stack = b;
+  return was;
 }
 
 void note_unsafe_code() {

@@ -42,11 +42,32 @@ struct ThreadStack {
 };
 ThreadStack stack_of(const pthread_attr_t* attr);
 void note_new_thread_stack(const ThreadStack& stack);
+// Whether note_thread_stack() ran on this thread (it did not on a thread
+// that ran before the shim loaded). Signal-safe.
+bool thread_stack_noted();
 
 // Whether a handler that received this context has too little stack left
-// to unwind (near the bottom of a small thread stack, or on the program's
-// alternate stack): then take the interrupted instruction only.
+// to unwind, or runs on a stack whose bounds the shim does not know. The
+// shim's handlers run on the thread's alternate stack (SA_ONSTACK), when it
+// has one: the shim's 64 KiB, Go's or BEAM's, or a program's own of 8 KiB.
 bool cramped(void* ucontext);
+// For a cramped handler: runs fn(arg) on the interrupted stack, below its
+// red zone, where the handler would have run without SA_ONSTACK -- only if
+// that is a stack the shim knows (the thread's own) with room for a walk.
+// False, fn not run, on any other (a goroutine's, a coroutine's): then the
+// caller takes the interrupted instruction only. From a handler that
+// blocks every signal: another landing on the alternate stack's top would
+// overwrite this one's frames there.
+bool elsewhere(void* ucontext, void (*fn)(void*), void* arg);
+// Whether the handler that received this context runs on the alternate stack.
+bool on_alt_stack(void* ucontext);
+
+// A stack of the shim's own (stack.cc) that the calling thread runs on
+// now, so that walks there know their room; the previous one, to put back.
+struct Bounds {
+  uintptr_t lo, hi;
+};
+Bounds use_stack(Bounds b);
 
 // A thread the program gives a small stack of a size it chose: glibc
 // carves every thread's static TLS out of that stack, the shim's (2.7 KiB,

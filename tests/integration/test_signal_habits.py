@@ -157,10 +157,18 @@ def test_sampling_on_a_programs_small_alternate_stack(ctx):
     """An 8 KiB sigaltstack and a SIGALRM handler (SA_ONSTACK) that burns
     0.3 ms per call under a 1 ms timer, sampled at 1000 Hz: the shim's
     handler never overflows the program's stack (it died of SIGSEGV about
-    one run in four). Five runs."""
-    for i in range(5):
-        plain, r, _ = _both(ctx, ["sig_habits", "altstack"], PROFILE_CPU_HZ=1000)
+    one run in four). Its handler runs there now for every sample of that
+    thread (SA_ONSTACK: a walk there overflowed in every run), and walks
+    the thread's own stack below the interrupted frame: the profile has
+    main's whole stack. Twenty runs of 0.3 s."""
+    argv = ["sig_habits", "altstack", "0.3"]
+    plain = run(ctx, argv, env=ctx.env(preload=False))
+    for i in range(20):
+        d = ctx.mkdtemp("prof")
+        r = run(ctx, argv, env=prof_env(ctx, d, PROFILE_CPU_HZ=1000))
         _same_as_plain(plain, r, "altstack run %d" % i)
+    prof = ctx.read(os.path.join(d, "run.cpu.pprof"), r)
+    check(prof.cum("main", "cpu") > 0.8 * prof.total("cpu"), "main's stack is not walked\n%s" % prof.cum_table("cpu"))
 
 
 def test_no_thread_runs_on_after_a_crash(ctx):

@@ -13,6 +13,11 @@
 //                   below) with 14 KiB in use sleeps 150 ms in nanosleep (bound
 //                   first on the main stack, as a program's own earlier
 //                   calls would have).
+//   fiber_burn N [noalt]
+//                   a coroutine on a 16 KiB makecontext stack (a guard page
+//                   below) with N bytes in use burns 0.2 s of CPU; with
+//                   "noalt" the thread has no alternate signal stack, so
+//                   every signal lands on the coroutine's stack.
 //   close_errno     close(2) with errno 0 before: prints the result and errno.
 //   daemon_pipe [FILE]  forks a child that points 0-2 at /dev/null, calls
 //                   setsid, lives 6 s and then creates FILE; the parent exits
@@ -71,6 +76,37 @@ static void fiber_body(void) {
   memset((char*)buf, 0, sizeof buf);
   fiber_sleep();
   buf[0] = 1;
+}
+
+static size_t fiber_used;
+static volatile unsigned long fiber_sink;
+__attribute__((noinline)) static void fiber_spin(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  const long long end = t.tv_sec * 1000000000LL + t.tv_nsec + 200000000LL;
+  do {
+    for (int i = 0; i < 10000; i++) fiber_sink = fiber_sink * 31 + (unsigned long)i;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  } while (t.tv_sec * 1000000000LL + t.tv_nsec < end);
+}
+static void fiber_burner(void) {
+  volatile char buf[fiber_used];
+  memset((char*)buf, 0, fiber_used);
+  fiber_spin();
+  buf[0] = 1;
+}
+
+// A coroutine's stack from the program's own memory: a guard page below.
+static void run_fiber(void (*body)(void)) {
+  const size_t size = 16384, page = 4096;
+  char* m = mmap(NULL, size + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  mprotect(m, page, PROT_NONE);
+  getcontext(&fiber_ctx);
+  fiber_ctx.uc_stack.ss_sp = m + page;
+  fiber_ctx.uc_stack.ss_size = size;
+  fiber_ctx.uc_link = &fiber_main;
+  makecontext(&fiber_ctx, body, 0);
+  swapcontext(&fiber_main, &fiber_ctx);
 }
 
 int main(int argc, char** argv) {
@@ -135,22 +171,24 @@ int main(int argc, char** argv) {
     sigrelse(rt);
     printf("after sigrelse: got=%d\n", (int)got);
   } else if (!strcmp(mode, "fiber")) {
-    const size_t size = 16384, page = 4096;
     struct timespec zero = {0, 0};
     nanosleep(&zero, NULL);  // its PLT slot bound here: lazy binding wants more stack than 2 KiB
-    char* m = mmap(NULL, size + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    mprotect(m, page, PROT_NONE);
-    getcontext(&fiber_ctx);
-    fiber_ctx.uc_stack.ss_sp = m + page;
-    fiber_ctx.uc_stack.ss_size = size;
-    fiber_ctx.uc_link = &fiber_main;
-    makecontext(&fiber_ctx, fiber_body, 0);
-    swapcontext(&fiber_main, &fiber_ctx);
+    run_fiber(fiber_body);
     printf("fiber returned\n");
   } else if (!strcmp(mode, "close_errno")) {
     errno = 0;
     int r = close(2);
     printf("close(2) = %d, errno %d\n", r, errno);
+  } else if (!strcmp(mode, "fiber_burn")) {
+    fiber_used = argc > 2 ? (size_t)atol(argv[2]) : 11264;
+    if (argc > 3 && !strcmp(argv[3], "noalt")) {
+      stack_t off = {NULL, SS_DISABLE, 0};
+      sigaltstack(&off, NULL);
+    }
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);  // bound on the main stack
+    run_fiber(fiber_burner);
+    printf("fiber burned\n");
   } else if (!strcmp(mode, "daemon_pipe")) {
     if (fork() == 0) {
       int fd = open("/dev/null", O_RDWR);

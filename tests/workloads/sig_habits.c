@@ -17,9 +17,9 @@
 //                 signal(): prints sigaction's view after each.
 //   forksig       one thread loops signal(SIGUSR1, h) while another forks 40
 //                 children that call signal(SIGUSR1, SIG_DFL) and _exit(0).
-//   altstack      an 8 KiB sigaltstack; a SIGALRM handler (SA_ONSTACK) with a
+//   altstack [S]  an 8 KiB sigaltstack (a guard page below); a SIGALRM handler (SA_ONSTACK) with a
 //                 3 KiB buffer burns ~0.3 ms per call under a 1 ms ITIMER_REAL
-//                 for 1 s.
+//                 for S seconds (default 1).
 //   crash_commits [alloc]  a worker "commits" (writes a line) every ms
 //                 (sleeping between, or with "alloc" inside malloc and free);
 //                 main writes "crash" and faults: prints nothing after.
@@ -56,6 +56,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -327,7 +328,11 @@ int main(int argc, char** argv) {
     pthread_join(t, NULL);
     printf("children ok: %d\n", ok);
   } else if (!strcmp(mode, "altstack")) {
-    stack_t ss = {malloc(8192), 0, 8192};
+    // A guard page below it: a handler that overflows it faults there
+    // rather than write over the heap unseen.
+    char* m = mmap(NULL, 4096 + 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    mprotect(m, 4096, PROT_NONE);
+    stack_t ss = {m + 4096, 0, 8192};
     sigaltstack(&ss, NULL);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -336,7 +341,7 @@ int main(int argc, char** argv) {
     sigaction(SIGALRM, &sa, NULL);
     struct itimerval it = {{0, 1000}, {0, 1000}};
     setitimer(ITIMER_REAL, &it, NULL);
-    habit_burn(1.0);
+    habit_burn(argc > 2 ? atof(argv[2]) : 1.0);
     struct itimerval off = {{0, 0}, {0, 0}};
     setitimer(ITIMER_REAL, &off, NULL);
     printf("altstack ok: %d\n", alarms > 10);

@@ -1,0 +1,97 @@
+// httphash: a cgo program (it imports "C", so its threads are glibc's and
+// the runtime gives each an alternate signal stack) whose goroutines are
+// busy: 8 workers fetch from an in-process HTTP server on 127.0.0.1 and
+// hash what they get with SHA-256. The output depends on the rounds alone:
+// one line per worker, its last digest. With "term" it then sends itself
+// SIGTERM, as a service is stopped: a cgo program's own exit is a system
+// call no hook sees, its death by a signal the shim's stop.
+//
+//	httphash [ROUNDS [term]]   (ROUNDS default 200)
+package main
+
+// static int answer(void) { return 42; }
+import "C"
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+const workers = 8
+
+func main() {
+	rounds := 200
+	if len(os.Args) > 1 {
+		n, err := strconv.Atoi(os.Args[1])
+		if err != nil || n <= 0 {
+			fmt.Fprintln(os.Stderr, "httphash: ROUNDS must be a positive number")
+			os.Exit(2)
+		}
+		rounds = n
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "httphash:", err)
+		os.Exit(1)
+	}
+	body := make([]byte, 64<<10)
+	for i := range body {
+		body[i] = byte(i * 7)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write(body)
+	})}
+	go srv.Serve(ln)
+	url := "http://" + ln.Addr().String() + "/"
+
+	digests := make([]string, workers)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			client := &http.Client{}
+			sum := sha256.Sum256([]byte{byte(w)})
+			for r := 0; r < rounds; r++ {
+				resp, err := client.Get(url)
+				if err != nil {
+					fmt.Fprintln(os.Stderr, "httphash:", err)
+					os.Exit(1)
+				}
+				data, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err != nil {
+					fmt.Fprintln(os.Stderr, "httphash:", err)
+					os.Exit(1)
+				}
+				// Hashing dominates: the CPU is the goroutines', on their stacks.
+				for k := 0; k < 8; k++ {
+					h := sha256.New()
+					h.Write(sum[:])
+					h.Write(data)
+					copy(sum[:], h.Sum(nil))
+				}
+			}
+			digests[w] = hex.EncodeToString(sum[:])
+		}(w)
+	}
+	wg.Wait()
+	for w, d := range digests {
+		fmt.Printf("worker %d %s\n", w, d)
+	}
+	fmt.Printf("cgo %d\n", int(C.answer()))
+	if len(os.Args) > 2 && os.Args[2] == "term" {
+		syscall.Kill(os.Getpid(), syscall.SIGTERM)
+		time.Sleep(10 * time.Second)
+		fmt.Println("SIGTERM did not end the process")
+	}
+}
