@@ -55,6 +55,7 @@ struct State {
   std::atomic<uint32_t> hint, high_water;
   std::atomic<uint32_t> serials;
   std::atomic<uint64_t> signals, expirations, credited, credited_nanos, threads, timer_failures;
+  std::atomic<uint64_t> cut;  // samples whose walk stopped at a frame it could not trust
   std::atomic<int> in_flight;
   std::atomic<bool> enabled;
   uint64_t period_ns;
@@ -229,6 +230,7 @@ bool map_tables(std::string* err) {
   g.serials = 0;
   g.hint = 0, g.high_water = 0;
   g.signals = 0, g.expirations = 0, g.credited = 0, g.credited_nanos = 0, g.threads = 0, g.timer_failures = 0;
+  g.cut = 0;
   return true;
 }
 
@@ -275,7 +277,9 @@ uint32_t add_leaf(void* uc, int32_t tid, uint32_t serial, uint64_t n, uint64_t w
 // The whole stack; its 1 KiB of frames only on a stack with room for them.
 __attribute__((noinline)) uint32_t add_walked(void* uc, int32_t tid, uint32_t serial, uint64_t n, uint64_t w) {
   uint64_t pcs[kMaxDepth];
-  int depth = stackwalk::from_signal(uc, pcs, kMaxDepth);
+  bool cut = false;
+  int depth = stackwalk::from_signal(uc, pcs, kMaxDepth, &cut);
+  if (cut) g.cut.fetch_add(1, std::memory_order_relaxed);
   return g_table.add(pcs, uint32_t(depth), tid, serial, 0, n, w);
 }
 }  // namespace
@@ -415,7 +419,7 @@ void for_each_since(uint64_t* cursor, void (*fn)(const Stack&, void*), void* arg
 Stats stats() {
   return {g.signals.load(),        g.expirations.load(),         g.credited.load(),
           g.credited_nanos.load(), g_table.dropped(),       g_table.dropped_nanos(),
-          g.threads.load(),        g.timer_failures.load()};
+          g.threads.load(),        g.timer_failures.load(),     g.cut.load()};
 }
 
 std::string thread_name(uint32_t serial) { return g_table.name(serial); }
