@@ -27,7 +27,10 @@ SHIM_OBJS := $(patsubst shim/%.cc,$(BUILD)/shim/%.o,$(SHIM_SRCS))
 # -z now: every symbol the shim's signal handlers reach is bound at load,
 # never lazily inside a handler (the lazy resolver saves the whole vector
 # state on whatever stack the handler runs on).
-SHIM_LDFLAGS := -shared -Wl,--version-script=shim/exports.map \
+# --wrap=_Unwind_Find_FDE: the shim's walks end where a frame has no unwind
+# information, before that copy of the unwinder reads code at a wild address
+# (shim/stackwalk_guard.h).
+SHIM_LDFLAGS := -shared -Wl,--version-script=shim/exports.map -Wl,--wrap=_Unwind_Find_FDE \
                 -Wl,-z,nodelete -Wl,-z,now -Wl,--no-undefined \
                 -static-libstdc++ -static-libgcc -Wl,--as-needed
 SHIM_LDLIBS  := -Wl,--whole-archive $(BUILD)/jemalloc_pic.a -Wl,--no-whole-archive \

@@ -111,6 +111,7 @@ void figures(const Part* part, summary::Figures* f) {
   f->dropped = st.dropped;
   f->dropped_s = double(st.dropped_nanos) / 1e9;
   f->unsampled_threads = st.timer_failures;
+  f->stacks_cut = st.cut;
   f->profiled_cpu_s = double(g.total_nanos) / 1e9;
 }
 

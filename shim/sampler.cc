@@ -55,6 +55,7 @@ struct State {
   std::atomic<uint32_t> hint, high_water;
   std::atomic<uint32_t> serials;
   std::atomic<uint64_t> signals, expirations, credited, credited_nanos, threads, timer_failures;
+  std::atomic<uint64_t> cut;  // samples whose walk stopped at a frame it could not trust
   std::atomic<int> in_flight;
   std::atomic<bool> enabled;
   uint64_t period_ns;
@@ -244,6 +245,7 @@ bool map_tables(std::string* err) {
   g.serials = 0;
   g.hint = 0, g.high_water = 0;
   g.signals = 0, g.expirations = 0, g.credited = 0, g.credited_nanos = 0, g.threads = 0, g.timer_failures = 0;
+  g.cut = 0;
   return true;
 }
 
@@ -293,7 +295,9 @@ struct Walk {
 __attribute__((noinline)) void add_walked(void* p) {
   auto* a = static_cast<Walk*>(p);
   uint64_t pcs[kMaxDepth];
-  int depth = stackwalk::from_signal(a->uc, pcs, kMaxDepth);
+  bool cut = false;
+  int depth = stackwalk::from_signal(a->uc, pcs, kMaxDepth, &cut);
+  if (cut) g.cut.fetch_add(1, std::memory_order_relaxed);
   a->ref = g_table.add(pcs, uint32_t(depth), a->tid, a->serial, 0, a->n, a->w);
 }
 }  // namespace
@@ -439,7 +443,7 @@ void for_each_since(uint64_t* cursor, void (*fn)(const Stack&, void*), void* arg
 Stats stats() {
   return {g.signals.load(),        g.expirations.load(),         g.credited.load(),
           g.credited_nanos.load(), g_table.dropped(),       g_table.dropped_nanos(),
-          g.threads.load(),        g.timer_failures.load()};
+          g.threads.load(),        g.timer_failures.load(),     g.cut.load()};
 }
 
 std::string thread_name(uint32_t serial) { return g_table.name(serial); }

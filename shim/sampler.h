@@ -81,6 +81,7 @@ struct Stats {
   uint64_t credited;     // of which credited at a thread's end or the stop
   uint64_t credited_nanos;  // CPU credited there
   uint64_t dropped, dropped_nanos, threads, timer_failures;
+  uint64_t cut;  // samples whose stack walk stopped early at a frame it could not trust
 };
 Stats stats();
 uint64_t period_ns();

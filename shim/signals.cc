@@ -120,7 +120,12 @@ int install_ours(int sig, const struct sigaction* prog, struct sigaction* old) {
   bool snap = sig == g.snapshot_sig;
   sa.sa_sigaction = snap ? snapshot_handler : fatal_handler;
   // Never one-shot in the kernel: ours must stay (the view keeps the flag).
-  sa.sa_flags = (prog->sa_flags & ~(SA_RESTORER | SA_RESETHAND)) | SA_SIGINFO | SA_ONSTACK | (snap ? SA_RESTART : 0);
+  // The alternate stack only for a stack overflow's SIGSEGV: a default
+  // action never touches it, and the program may have freed it (Ruby does,
+  // then re-raises SIGTERM at SIG_DFL).
+  int onstack = sig == SIGSEGV ? SA_ONSTACK : 0;
+  sa.sa_flags = (prog->sa_flags & ~(SA_RESTORER | SA_RESETHAND | SA_ONSTACK)) | SA_SIGINFO | onstack |
+                (snap ? SA_RESTART : 0);
   memcpy(&sa.sa_mask, &prog->sa_mask, sizeof sa.sa_mask);
   if (int ours = sigmask::ours()) sigdelset(&sa.sa_mask, ours);
   return real::sigaction()(sig, &sa, old);

@@ -13,6 +13,7 @@
 #include <unwind.h>
 
 #include "stack.h"
+#include "stackwalk_guard.h"
 #include "wrappers.h"
 
 extern "C" void* __tls_get_addr(void*);  // the dynamic loader's: a probe for its address range
@@ -112,27 +113,53 @@ bool in(int object, uint64_t pc) {
 // unwinder reached through a signal frame (ip_before_insn: an interrupted
 // instruction, not a call's return) are the handler's own and are skipped;
 // from there on every frame is kept, a later signal trampoline dropped and
-// the frame it interrupted marked kExact.
+// the frame it interrupted marked kExact. A kept frame must look like one
+// (stackwalk_guard.h): its address follows a call, and its stack pointer
+// lies above its callee's and, where the callee's was on this thread's known
+// stack, on it too; the walk ends (cut) at the first that does not, before
+// the unwinder reads that frame's saved registers.
 struct Walk {
   uint64_t* frames;
   int max, n;
-  bool started;
+  bool started, cut;
+  uintptr_t sp;  // the stack pointer of the previous kept frame, 0 for none
 };
+
+bool on_thread_stack(uintptr_t sp) { return t_stack_hi && sp >= t_stack_lo && sp < t_stack_hi; }
+
+bool plausible(const Walk& w, struct _Unwind_Context* ctx, uint64_t ip, uintptr_t sp) {
+  if (w.sp && (sp <= w.sp || (on_thread_stack(w.sp) && sp > t_stack_hi))) return false;
+  return after_call(ip, uint64_t(_Unwind_GetRegionStart(ctx)));
+}
 
 _Unwind_Reason_Code step(struct _Unwind_Context* ctx, void* arg) {
   auto* w = static_cast<Walk*>(arg);
   int before = 0;
   uint64_t ip = uint64_t(_Unwind_GetIPInfo(ctx, &before));
+  uintptr_t sp = uintptr_t(_Unwind_GetCFA(ctx));
   if (ip == 0) return _URC_END_OF_STACK;
   if (!before) {
-    if (w->started) w->frames[w->n++] = ip;
+    if (w->started) {
+      if (!plausible(*w, ctx, ip, sp)) {
+        w->cut = true;
+        return _URC_END_OF_STACK;
+      }
+      w->frames[w->n++] = ip;
+    }
   } else {
     // The frame just kept was the trampoline of this nested signal.
     if (w->started && w->n > 0) --w->n;
     w->started = true;
     w->frames[w->n++] = ip | kExact;
   }
+  // Across a signal frame the stack may be another (an alternate stack).
+  w->sp = w->started ? sp : 0;
   return w->n < w->max ? _URC_NO_REASON : _URC_END_OF_STACK;
+}
+
+// The walk, ended early where a frame had no unwind information.
+void walk(Walk* w) {
+  if (!guarded_backtrace(step, w) && w->started) w->cut = true;
 }
 
 // Code with no unwind information (generated code, hand-written assembly)
@@ -294,16 +321,16 @@ void note_new_thread_stack(const ThreadStack& st) {
 }
 
 namespace {
-void unwind_there(void* w) { _Unwind_Backtrace(step, w); }
+void unwind_there(void* w) { walk(static_cast<Walk*>(w)); }
 }  // namespace
 
 bool thread_stack_noted() { return t_stack_hi != 0; }
 
-int from_signal(void* uc, uint64_t* frames, int max) {
-  Walk w = {frames, max, 0, false};
+int from_signal(void* uc, uint64_t* frames, int max, bool* cut) {
+  Walk w = {frames, max, 0, false, false, 0};
   bool walked = !cramped(uc);
   if (walked)
-    _Unwind_Backtrace(step, &w);
+    walk(&w);
   else
     walked = elsewhere(uc, unwind_there, &w);
   // Never got past the handler (no unwind information on the way, or no
@@ -312,14 +339,17 @@ int from_signal(void* uc, uint64_t* frames, int max) {
     frames[0] = interrupted_pc(uc) | kExact;
     if (!w.started || w.n == 0) w.n = 1;
   }
-  // Reads the interrupted stack only, inside its known bounds; few bytes here.
-  if (w.n == 1 && walked) w.n = frame_pointer_walk(uc, frames, 1, max);
+  // Past code with no unwind information, frame pointers, reading the
+  // interrupted stack only, inside its known bounds; not past a frame the
+  // walk stopped at for want of trust.
+  if (w.n == 1 && walked && !w.cut) w.n = frame_pointer_walk(uc, frames, 1, max);
+  if (cut) *cut = w.cut;
   return w.n;
 }
 
 int here(uint64_t* frames, int max) {
-  Walk w = {frames, max, 0, true};
-  _Unwind_Backtrace(step, &w);
+  Walk w = {frames, max, 0, true, false, 0};
+  walk(&w);
   return w.n;
 }
 
@@ -403,8 +433,8 @@ bool interrupted_in_unsafe_code(void* uc, bool from_sigwait) {
 
 Context calling_context() {
   uint64_t frames[32];
-  Walk w = {frames, 32, 0, false};
-  _Unwind_Backtrace(step, &w);
+  Walk w = {frames, 32, 0, false, false, 0};
+  walk(&w);
   if (!w.started) return kNotInHandler;
   for (int i = 0; i < w.n; ++i)
     if (in_unsafe_code(pc_of(frames[i]))) return kHandlerOverUnsafeCode;

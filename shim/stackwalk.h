@@ -82,8 +82,9 @@ const pthread_attr_t* with_room(const pthread_attr_t* attr, pthread_attr_t* copy
 // leaf first, the leaf and every frame a signal trampoline interrupted
 // marked kExact, the trampolines themselves left out. At least one frame
 // (the interrupted instruction) even when the unwinder cannot step or there
-// is no room for it.
-int from_signal(void* ucontext, uint64_t* frames, int max);
+// is no room for it. *cut (if given): the walk stopped at a frame it could
+// not trust (stackwalk_guard.h), so the stack is shorter than the thread's.
+int from_signal(void* ucontext, uint64_t* frames, int max, bool* cut = nullptr);
 
 // The calling thread's own stack, from the function that calls this
 // outwards: in the program's normal course or inside its signal handler

@@ -47,6 +47,11 @@ std::string format(const Figures& f) {
              f.dropped_s);
     s += b;
   }
+  if (f.stacks_cut) {
+    snprintf(b, sizeof b, ", %llu stacks cut short (frames the unwinder could not trust)",
+             (unsigned long long)f.stacks_cut);
+    s += b;
+  }
   // The CPU the profile does not cover, where a log reader compares the
   // profile with `time` or a service's accounting: the gap up to the stop
   // (setup before sampling, the shim's own threads, dropped samples), and

@@ -1,0 +1,79 @@
+// stackwalk_guard: what keeps a walk from reading where no frame is; see
+// stackwalk_guard.h.
+#include "stackwalk_guard.h"
+
+namespace stackwalk {
+namespace {
+// The armed walk's __builtin_setjmp buffer on this thread, null when none:
+// initial-exec TLS, read in signal handlers.
+__thread void** t_escape;
+}  // namespace
+}  // namespace stackwalk
+
+// The unwinder's lookup of a frame's unwind information (libgcc_eh's, linked
+// in: Makefile's --wrap). With none, libgcc falls back to reading the code
+// at that address, looking for a signal trampoline: at a return address
+// read from a frame the unwinder got wrong (a sample taken while the
+// program's unwinder installs a landing pad's context), that is a read of
+// any address at all. In an armed walk, the walk ends there instead.
+extern "C" const void* __real__Unwind_Find_FDE(void* pc, void* bases);
+extern "C" __attribute__((visibility("hidden"))) const void* __wrap__Unwind_Find_FDE(void* pc, void* bases) {
+  const void* fde = __real__Unwind_Find_FDE(pc, bases);
+  if (!fde && stackwalk::t_escape) __builtin_longjmp(stackwalk::t_escape, 1);
+  return fde;
+}
+
+namespace stackwalk {
+
+__attribute__((noinline)) bool guarded_backtrace(_Unwind_Trace_Fn fn, void* arg) {
+  void* buf[5];
+  void** outer = t_escape;  // a walk this handler interrupted (the wait profile's)
+  bool whole = true;
+  if (__builtin_setjmp(buf) == 0) {
+    t_escape = buf;
+    _Unwind_Backtrace(fn, arg);
+  } else {
+    whole = false;
+  }
+  t_escape = outer;
+  return whole;
+}
+
+namespace {
+// rt_sigreturn's trampoline: mov $15,%rax; syscall (glibc's __restore_rt).
+const uint8_t kSigreturn[] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
+
+// The length of an indirect call (ff /2) from its ModRM byte on, or 0.
+int call_length(const uint8_t* op, uint64_t window_end) {
+  if (uint64_t(op + 2) > window_end) return 0;
+  uint8_t modrm = op[1];
+  if (((modrm >> 3) & 7) != 2) return 0;
+  int mod = modrm >> 6, rm = modrm & 7, len = 2;
+  if (mod == 3) return len;
+  if (rm == 4) {
+    if (uint64_t(op + 3) > window_end) return 0;
+    ++len;
+    if (mod == 0 && (op[2] & 7) == 5) len += 4;
+  } else if (mod == 0 && rm == 5) {
+    len += 4;  // rip-relative
+  }
+  if (mod == 1) len += 1;
+  if (mod == 2) len += 4;
+  return len;
+}
+}  // namespace
+
+bool after_call(uint64_t ip, uint64_t func) {
+  // The unwinder found unwind information for ip - 1, from func on: that
+  // code, and the page that holds ip - 1, are mapped; nothing else is read.
+  const uint64_t page = (ip - 1) & ~uint64_t(4095), hi = page + 4096;
+  const uint64_t lo = func && func < ip ? func : page;
+  const uint8_t* p = reinterpret_cast<const uint8_t*>(ip);
+  if (ip + sizeof kSigreturn <= hi && __builtin_memcmp(p, kSigreturn, sizeof kSigreturn) == 0) return true;
+  if (ip - 5 >= lo && p[-5] == 0xe8) return true;
+  for (int k = 2; k <= 7; ++k)
+    if (ip - k >= lo && p[-k] == 0xff && call_length(p - k, ip) == k) return true;
+  return false;
+}
+
+}  // namespace stackwalk
