@@ -40,16 +40,20 @@ def _cpu_profile(ctx, d, r, what):
     return ctx.read(d + "/run.cpu.pprof", r)
 
 
-def test_throwing_cpp_program_sampled_at_1000_hz_runs_as_plain(ctx):
-    argv = ["throw_deep", "1"]
+def _profiled_runs(ctx, argv, runs):
+    """runs profiled runs of argv at 1000 Hz, each as plain: (what, d, r, its CPU profile) each."""
     plain = run(ctx, argv, env=ctx.env(preload=False))
     check(plain.status.is_exit(0), "the plain run failed: %s\n%s" % (plain.status, plain.describe()))
-    for i in range(10):
+    for i in range(runs):
         d = ctx.mkdtemp("prof")
         r = run(ctx, argv, env=prof_env(ctx, d, PROFILE_CPU_HZ=1000))
-        what = "throw_deep run %d" % i
+        what = "%s run %d" % (argv[0], i)
         _same_as_plain(plain, r, what)
-        prof = _cpu_profile(ctx, d, r, what)
+        yield what, d, r, _cpu_profile(ctx, d, r, what)
+
+
+def test_throwing_cpp_program_sampled_at_1000_hz_runs_as_plain(ctx):
+    for what, d, r, prof in _profiled_runs(ctx, ["throw_deep", "1"], 10):
         n = prof.index("samples/count")
         total = sum(s.values[n] for s in prof.samples)
         # Samples in the unwinder are walked, not cut off at the leaf:
@@ -60,15 +64,7 @@ def test_throwing_cpp_program_sampled_at_1000_hz_runs_as_plain(ctx):
 
 
 def test_code_with_wrong_unwind_information_is_sampled_without_a_crash(ctx):
-    argv = ["wild_unwind", "0.3"]
-    plain = run(ctx, argv, env=ctx.env(preload=False))
-    check(plain.status.is_exit(0), "the plain run failed: %s\n%s" % (plain.status, plain.describe()))
-    for i in range(3):
-        d = ctx.mkdtemp("prof")
-        r = run(ctx, argv, env=prof_env(ctx, d, PROFILE_CPU_HZ=1000))
-        what = "wild_unwind run %d" % i
-        _same_as_plain(plain, r, what)
-        prof = _cpu_profile(ctx, d, r, what)
+    for what, d, r, prof in _profiled_runs(ctx, ["wild_unwind", "0.3"], 3):
         check(prof.frames_of("spin_wild"), "%s: no sample in spin_wild\n%s" % (what, ctx.top(d + "/run.cpu.pprof")))
         check("stacks cut short" in r.summary_lines()[0], "%s: the summary does not count the cut stacks:\n%s" % (
             what, r.summary_lines()[0]))
