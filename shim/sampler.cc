@@ -67,7 +67,10 @@ stack_table::Table g_table;  // the samples: (thread, stack) -> expirations, CPU
 // last one is done, if it was on when the first began.
 std::atomic<int> g_forks{0};
 std::atomic<bool> g_was_enabled_at_fork{false};
-bool forking() { return g_forks.load() > 0 && g_was_enabled_at_fork.load(); }
+// The stop has taken the samples: nothing is added after it, a fork under
+// way or not.
+std::atomic<bool> g_stopped{false};
+bool forking() { return g_forks.load() > 0 && g_was_enabled_at_fork.load() && !g_stopped.load(); }
 
 void* map_zeroed(size_t bytes) {
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
@@ -374,12 +377,13 @@ void quiesce_for_fork() {
 }
 
 void resume_after_fork_in_parent() {
-  if (g_forks.fetch_sub(1) == 1 && g_was_enabled_at_fork) g.enabled.store(true);
+  if (g_forks.fetch_sub(1) == 1 && g_was_enabled_at_fork && !g_stopped.load()) g.enabled.store(true);
 }
 
 void reset_after_fork() {
   g.in_flight.store(0);
   g_forks.store(0);
+  g_stopped.store(false);
   if (!g_table.mapped() || !g_was_enabled_at_fork) return;
   // Timers are not inherited by fork and the samples so far are the
   // parent's: the child starts from empty tables, with one thread, whose
@@ -398,6 +402,7 @@ void reset_after_fork() {
 
 void resume() {
   if (!g_table.mapped() || g.enabled.load()) return;
+  g_stopped.store(false);
   for (uint32_t i = 0, n = used_slots(); i < n; ++i) {
     uint32_t st = g.slots[i].state.load();
     if (st == kDead || st == kStopped) release(&g.slots[i]);
@@ -418,7 +423,11 @@ void main_begins(void* main_fn) {
 }
 
 void stop() {
-  if (!g.enabled.exchange(false)) return;
+  // Sampling is off during a fork (no new thread armed), but the stop must
+  // still end it: a stop that found it off returned, and the fork's end
+  // turned sampling back on after the stop.
+  if (g_stopped.exchange(true)) return;
+  if (!g.enabled.exchange(false) && !(g_forks.load() > 0 && g_was_enabled_at_fork.load())) return;
   // A slot claimed after this read is armed after `enabled` went false,
   // and arm() itself disarms it.
   const uint32_t n = used_slots();
