@@ -14,6 +14,8 @@
 
 #include <atomic>
 
+#include "sys.h"
+
 namespace atomic_file {
 
 ssize_t (*write_fn)(int, const void*, size_t) = ::write;
@@ -96,9 +98,14 @@ int create_temp(const std::string& dir, const std::string& name, std::string* tm
 }
 
 bool write_all(int fd, const std::string& data, int* err) {
-  size_t off = 0;
+  size_t off = 0, room = sys::fsize_room(fd);
   while (off < data.size()) {
-    ssize_t w = write_fn(fd, data.data() + off, data.size() - off);
+    if (off >= room) {
+      *err = EFBIG;
+      return false;
+    }
+    size_t n = data.size() - off < room - off ? data.size() - off : room - off;
+    ssize_t w = write_fn(fd, data.data() + off, n);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) {
       *err = w < 0 ? errno : ENOSPC;

@@ -51,8 +51,8 @@ struct State {
   // glibc's _sigintr: the signals siginterrupt() made interrupting, which
   // glibc's signal() installs without SA_RESTART.
   std::atomic<uint64_t> sigintr;
-  // A program's one-shot handler (SA_RESETHAND) on a managed signal, as
-  // it asked for it; read in the handler through the sequence number.
+  // A program's routed handler (route_through_us), as it asked for it;
+  // read in the handler through the sequence number.
   struct sigaction oneshot[NSIG];
   std::atomic<uint32_t> oneshot_seq[NSIG];
 };
@@ -71,12 +71,34 @@ void mask_ours(sigset_t* mask, bool in) {
 
 void fatal_handler(int sig, siginfo_t* si, void* uc) { fatal(sig, si, uc); }
 void snapshot_handler(int sig, siginfo_t* si, void* uc) { snapshot(sig, si, uc); }
-void oneshot_handler(int sig, siginfo_t* si, void* uc);
-
 bool is_ours(const struct sigaction& k) {
   return (k.sa_flags & SA_SIGINFO) && (k.sa_sigaction == fatal_handler || k.sa_sigaction == snapshot_handler);
 }
-bool is_oneshot(const struct sigaction& k) { return (k.sa_flags & SA_SIGINFO) && k.sa_sigaction == oneshot_handler; }
+}  // namespace
+// handler_jump.cc: calls profshim_route_handler, then jumps to the program's.
+// (C linkage: the name is the assembler's, whatever the namespace.)
+extern "C" void profshim_program_handler(int sig, siginfo_t* si, void* uc);
+namespace {
+bool is_oneshot(const struct sigaction& k) {
+  return (k.sa_flags & SA_SIGINFO) && k.sa_sigaction == profshim_program_handler;
+}
+
+// The signals the kernel's masks never hold (sigmask.h): a handler of the
+// program's there must still meet the program's view of the mask.
+bool kept_fault(int sig) {
+  return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGTRAP || sig == SIGSYS;
+}
+
+// Ours runs before the program's handler: for a one-shot one on a managed
+// signal (the kernel's reset would leave no handler of ours for the default:
+// node's exit handlers re-raise the signal from one, and the process died
+// with no profile), and for any on a kept fault signal (its delivery must
+// heed the view: sent while blocked it stays pending; a fault while blocked
+// gets the default action, as the kernel forces it).
+bool route_through_us(int sig, const struct sigaction* act) {
+  if (!g.managed[sig] || sig == g.snapshot_sig || act->sa_handler == SIG_IGN) return false;
+  return (act->sa_flags & SA_RESETHAND) || kept_fault(sig);
+}
 
 // Bounded: a fork while another thread was writing leaves the child's
 // sequence odd for good (that writer is gone); then what is there is read.
@@ -152,22 +174,19 @@ void view_of(int sig, const struct sigaction& k, uint8_t b, struct sigaction* ou
     else
       read_oneshot(sig, &prog);
     out->sa_handler = prog.sa_handler;  // or sa_sigaction: one union
-    out->sa_flags = (k.sa_flags & ~SA_SIGINFO) | (prog.sa_flags & SA_SIGINFO) | SA_RESETHAND;
+    out->sa_flags = (k.sa_flags & ~SA_SIGINFO) | (prog.sa_flags & (SA_SIGINFO | SA_RESETHAND));
   }
   mask_ours(&out->sa_mask, b & kMaskOurs);
 }
 
 bool in_range(int sig) { return sig > 0 && sig < NSIG; }
 
-// A one-shot handler of the program's on a managed signal: the kernel
-// would reset it to SIG_DFL itself, leaving no handler of ours for the
-// default (node's exit handlers re-raise the signal from one: the process
-// died with no profile). Ours runs in its place, without SA_RESETHAND, and
-// does the reset.
+// A routed handler: ours in the kernel, without SA_RESETHAND (ours does the
+// reset).
 int install_oneshot(int sig, const struct sigaction* prog, struct sigaction* old) {
   struct sigaction sa;
   memcpy(&sa, prog, sizeof sa);
-  sa.sa_sigaction = oneshot_handler;
+  sa.sa_sigaction = profshim_program_handler;
   sa.sa_flags = (prog->sa_flags & ~(SA_RESTORER | SA_RESETHAND)) | SA_SIGINFO;
   if (sigmask::ours()) mask_ours(&sa.sa_mask, prog->sa_flags & SA_ONSTACK);  // as for any handler (on_sigaction)
   sigset_t all, was;
@@ -179,15 +198,33 @@ int install_oneshot(int sig, const struct sigaction* prog, struct sigaction* old
   return rc;
 }
 
-// In the section of the calls that hold nothing (hooks_signal.cc): a
-// program's handler that re-raises its signal from here is stopped for.
-__attribute__((section("profshim_sigcall"), noinline)) void oneshot_handler(int sig, siginfo_t* si, void* uc) {
+}  // namespace
+
+bool synchronous_fault(int sig, const siginfo_t* si) {
+  return si && si->si_code > 0 &&
+         (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGTRAP || sig == SIGSYS);
+}
+
+// What a routed handler's delivery runs: the program's handler (returned,
+// for handler_jump.cc to jump to), or nothing. In the section of the calls
+// that hold nothing (hooks_signal.cc): a program's handler that re-raises its
+// signal from here is stopped for.
+extern "C" __attribute__((section("profshim_sigcall"), noinline)) void* profshim_route_handler(int sig, siginfo_t* si,
+                                                                                               void* uc) {
+  int saved = errno;  // the program's handler sees the interrupted code's
   struct sigaction prog, k, dfl;
   read_oneshot(sig, &prog);
+  // Blocked in the program's view: what the kernel does with a blocked
+  // signal. fatal() keeps a sent one pending; a fault gets the default
+  // action (the kernel resets the handler and kills), after the stop.
+  if (kept_fault(sig) && sigmask::view_blocks(sig)) {
+    fatal(sig, si, uc);
+    return nullptr;
+  }
   // The kernel's reset: the handler goes, the flags (as they are now:
   // siginterrupt may have changed them) and mask stay. Not if another
   // thread has just installed something else.
-  if (real::sigaction()(sig, nullptr, &k) == 0 && is_oneshot(k)) {
+  if ((prog.sa_flags & SA_RESETHAND) && real::sigaction()(sig, nullptr, &k) == 0 && is_oneshot(k)) {
     memcpy(&dfl, &prog, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
     dfl.sa_flags = (k.sa_flags & ~(SA_SIGINFO | SA_RESTORER)) | (prog.sa_flags & SA_SIGINFO) | SA_RESETHAND;
@@ -196,14 +233,9 @@ __attribute__((section("profshim_sigcall"), noinline)) void oneshot_handler(int 
   }
   // Always the three arguments: the kernel passes them to any handler (a
   // one-argument one may read them from the registers all the same).
-  if (prog.sa_handler != SIG_DFL && prog.sa_handler != SIG_IGN) prog.sa_sigaction(sig, si, uc);
-}
-
-}  // namespace
-
-bool synchronous_fault(int sig, const siginfo_t* si) {
-  return si && si->si_code > 0 &&
-         (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGTRAP || sig == SIGSYS);
+  errno = saved;
+  if (prog.sa_handler == SIG_DFL || prog.sa_handler == SIG_IGN) return nullptr;
+  return reinterpret_cast<void*>(prog.sa_sigaction);
 }
 
 namespace {
@@ -296,9 +328,7 @@ int on_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
   } else if (g.managed[sig] && is_default(act)) {
     after = bits_for(act, true);
     rc = install_ours(sig, act, &k);
-  } else if (g.managed[sig] && sig != g.snapshot_sig && (act->sa_flags & SA_RESETHAND) && act->sa_handler != SIG_IGN) {
-    // (The snapshot signal's stand-in takes a snapshot: a one-shot handler
-    // there is the kernel's, as before.)
+  } else if (route_through_us(sig, act)) {
     after = bits_for(act, false);
     read_oneshot(sig, &prev_oneshot);  // the one it replaces, if it was one, for *old
     rc = install_oneshot(sig, act, &k);

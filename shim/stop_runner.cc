@@ -37,6 +37,44 @@ __thread int t_watchdog;      // the in-place stop's watchdog timer
 
 void run_finish(void*) { finish::run(*g_ctx); }
 
+// A write of the stop's that starts past RLIMIT_FSIZE raises SIGXFSZ at
+// its thread (jemalloc's heap dump into its memfd, a file of libelf's; the
+// shim's own writes stop short of it): held back while a stop runs on a
+// program's thread, and taken off again unless it was pending before, so the
+// program never gets it. (A thread of the shim's holds every signal; one
+// pending there goes with the thread.) Signal-safe.
+class HoldXfsz {
+ public:
+  HoldXfsz() {
+    sigset_t s = only();
+    sigmask::unfiltered(SIG_BLOCK, &s, &old_);
+    was_pending_ = pending();
+  }
+  ~HoldXfsz() {
+    sigset_t s = only();
+    if (!was_pending_ && pending()) {
+      struct timespec now = {0, 0};
+      syscall(SYS_rt_sigtimedwait, &s, nullptr, &now, NSIG / 8);
+    }
+    if (sigismember(&old_, SIGXFSZ) != 1) sigmask::unfiltered(SIG_UNBLOCK, &s, nullptr);
+  }
+
+ private:
+  static sigset_t only() {
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGXFSZ);
+    return s;
+  }
+  static bool pending() {
+    sigset_t p;
+    sigemptyset(&p);
+    return syscall(SYS_rt_sigpending, &p, NSIG / 8) == 0 && sigismember(&p, SIGXFSZ) == 1;
+  }
+  sigset_t old_;
+  bool was_pending_;
+};
+
 // The stop with a way out: a crash or an allocation failure inside it ends
 // the stop with one line, not the process.
 void finish_guarded(void* = nullptr) {
@@ -92,7 +130,10 @@ void in_place(void*) {
   // The watchdog's signal must reach this thread: a program's handler may
   // block it (one on its alternate stack).
   unblock_own_signal();
-  finish_guarded();
+  {
+    HoldXfsz hold;
+    finish_guarded();
+  }
   t_in_place = kOver;  // a watchdog from here on finds the stop over
   std::atomic_signal_fence(std::memory_order_seq_cst);
   own_signal::disarm(t_watchdog);
@@ -144,7 +185,10 @@ void fatal(finish::Context& ctx) {
   uint64_t freeze_until = now + (quarter < 300000000ull ? quarter : 300000000ull);
   freeze::others(freeze_until, ctx.deadline_mono_ns + 5000000000ull);
   int watchdog = arm_watchdog();
-  finish_guarded();
+  {
+    HoldXfsz hold;
+    finish_guarded();
+  }
   own_signal::disarm(watchdog);
 }
 

@@ -24,6 +24,7 @@
 
 #include "symbolize_internal.h"
 #include "symbolize_wire.h"
+#include "sys.h"
 
 namespace symbolize {
 namespace cache {
@@ -184,10 +185,15 @@ std::string write_whole(const std::string& dir, const std::string& name, const s
   const std::string tmp = dir + "/." + name + suffix;
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) return "cannot create " + tmp + ": " + strerror(errno);
-  size_t off = 0;
+  size_t off = 0, room = sys::fsize_room(fd);
   int err = 0;
   while (off < bytes.size()) {
-    ssize_t w = write(fd, bytes.data() + off, bytes.size() - off);
+    if (off >= room) {
+      err = EFBIG;
+      break;
+    }
+    size_t n = bytes.size() - off < room - off ? bytes.size() - off : room - off;
+    ssize_t w = write(fd, bytes.data() + off, n);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) {
       err = w < 0 ? errno : ENOSPC;

@@ -27,6 +27,7 @@
 
 #include "symbolize_cache.h"
 #include "symbolize_internal.h"
+#include "sys.h"
 
 namespace symbolize {
 namespace internal {
@@ -113,6 +114,9 @@ void sweep_dead_temporaries(const std::string& dir) {
 
 // Writes path as fd's file with every compressed section inflated.
 bool make_copy(int fd, const std::string& dir, const std::string& path) {
+  // libelf's writes cannot be bounded, and a copy that does not fit is no
+  // copy: under RLIMIT_FSIZE libdw reads the compressed sections itself.
+  if (sys::fsize_limited()) return false;
   sweep_dead_temporaries(dir);
   uint64_t r = 0;
   if (getrandom(&r, sizeof r, GRND_NONBLOCK) != sizeof r) r = uint64_t(getpid()) * 0x9e3779b97f4a7c15ull;

@@ -4,7 +4,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -32,14 +35,36 @@ uint64_t now_ns(clockid_t clock) {
   return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
+bool fsize_limited() {
+  struct rlimit rl;
+  return getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY;
+}
+
+size_t fsize_room(int fd) {
+  struct rlimit rl;
+  struct stat st;
+  if (getrlimit(RLIMIT_FSIZE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return SIZE_MAX;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return SIZE_MAX;  // the limit is for regular files
+  int flags = fcntl(fd, F_GETFL);
+  off_t at = flags >= 0 && (flags & O_APPEND) ? st.st_size : lseek(fd, 0, SEEK_CUR);
+  if (at < 0) return SIZE_MAX;
+  return uint64_t(at) >= rl.rlim_cur ? 0 : size_t(rl.rlim_cur - uint64_t(at));
+}
+
 bool write_all(int fd, const void* buf, size_t n) {
   const char* p = static_cast<const char*>(buf);
+  size_t room = fsize_room(fd);
   while (n > 0) {
-    ssize_t w = syscall(SYS_write, fd, p, n);  // not through an interposed write
+    if (room == 0) {
+      errno = EFBIG;
+      return false;
+    }
+    ssize_t w = syscall(SYS_write, fd, p, n < room ? n : room);  // not through an interposed write
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) return false;
     p += w;
     n -= size_t(w);
+    if (room != SIZE_MAX) room -= size_t(w);
   }
   return true;
 }

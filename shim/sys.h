@@ -12,8 +12,15 @@ namespace sys {
 
 pid_t gettid();
 uint64_t now_ns(clockid_t clock);
-// Writes all of buf (retrying EINTR / short writes); false on error.
+// Writes all of buf (retrying EINTR / short writes); false on error. Past
+// RLIMIT_FSIZE it writes what fits and fails with EFBIG.
 bool write_all(int fd, const void* buf, size_t n);
+// The bytes a write at fd's offset may add under RLIMIT_FSIZE (SIZE_MAX
+// when no limit applies). A write that starts at the limit raises SIGXFSZ,
+// whose default kills the program: the shim's writes stop before it.
+size_t fsize_room(int fd);
+// RLIMIT_FSIZE is set.
+bool fsize_limited();
 
 // Futex on a 32-bit word: wait while *word == expect, at most timeout_ns.
 void futex_wait(volatile uint32_t* word, uint32_t expect, uint64_t timeout_ns);

@@ -1,0 +1,47 @@
+"""A program's own handlers for the fault signals (SIGSEGV, SIGBUS, SIGFPE,
+SIGILL), which the shim keeps out of the kernel's masks, run as the kernel
+would run them (tests/workloads/fault_masks.c): each run is compared with a
+plain run of the same program.
+
+- A fault signal sent while the program blocks it stays pending: the
+  handler ran at raise(), the pending set was empty.
+- A fault while the program blocks it is the default action, whatever the
+  handler: the kernel forces it, and plain the process dies of SIGSEGV; under
+  the shim a siglongjmp handler ran and the process exited 0.
+- A one-shot handler's backtrace() finds the faulting frame right above the
+  signal frame: a frame of libprofshim.so stood between them.
+"""
+
+import signal
+
+from common import check, indent
+from st_helpers import prof_env, pprofs, run
+
+
+def _both(ctx, mode):
+    argv = ["fault_masks", mode]
+    plain = run(ctx, argv, env=ctx.env(preload=False))
+    d = ctx.mkdtemp("prof")
+    r = run(ctx, argv, env=prof_env(ctx, d))
+    check(r.status.key() == plain.status.key() and r.out == plain.out,
+          "%s: under the shim %s, stdout:\n%swithout it %s, stdout:\n%s%s" % (
+              mode, r.status, indent(r.stdout_text), plain.status, indent(plain.stdout_text), r.describe()))
+    check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"] and len(r.summary_lines()) == 1,
+          "%s: PROFILE_DIR holds %s\n%s" % (mode, pprofs(d), r.describe()))
+    return plain, r
+
+
+def test_sent_fault_signal_stays_pending_while_blocked(ctx):
+    plain, r = _both(ctx, "raise")
+    check("handler ran: 0, pending: 1" in plain.stdout_text, "plain: %s" % plain.stdout_text)
+
+
+def test_fault_while_blocked_gets_the_default_action(ctx):
+    plain, r = _both(ctx, "jump")
+    check(plain.status.is_signal(signal.SIGSEGV), "plain must die of SIGSEGV: %s" % plain.status)
+
+
+def test_one_shot_handler_backtrace_shows_the_faulting_frame(ctx):
+    plain, r = _both(ctx, "trace")
+    check("second frame in fault_here: 1" in plain.stdout_text, "plain: %s" % plain.stdout_text)
+    check("libprofshim" not in r.stdout_text, "a frame of the shim's:\n%s" % indent(r.stdout_text))

@@ -1,0 +1,41 @@
+"""A file-size limit (ulimit -f, RLIMIT_FSIZE): a write that starts past it
+raises SIGXFSZ, whose default kills. The shim's files (profiles, the symbol
+cache, libc's inflated debug copy) must never raise it in the program: under
+4 KiB the program exits as plain (it died of SIGXFSZ at the stop), and the
+line names what could not be written.
+"""
+
+import resource
+import sys
+
+from common import check
+from st_helpers import prof_env, run
+
+LIMIT = [(resource.RLIMIT_FSIZE, 4096)]
+
+# Enough distinct Python frames for a CPU profile past 4 KiB.
+PY_LOOP = "import json\nd = {}\nfor i in range(200000): d[str(i)] = json.dumps({'a': i})\n"
+
+
+def _as_plain(ctx, argv, same_output=True):
+    plain = run(ctx, argv, env=ctx.env(preload=False), rlimits=LIMIT)
+    check(plain.status.is_exit(0), "without the shim: %s\n%s" % (plain.status, plain.describe()))
+    d = ctx.mkdtemp("prof")
+    r = run(ctx, argv, env=prof_env(ctx, d), rlimits=LIMIT)
+    check(r.status.key() == plain.status.key() and (r.out == plain.out or not same_output),
+          "under the shim %s, without it %s\n%s" % (r.status, plain.status, r.describe()))
+    return r, d
+
+
+def test_profile_past_the_limit_is_named_in_the_line(ctx):
+    r, d = _as_plain(ctx, [sys.executable, "-c", PY_LOOP])
+    check(any("cannot write %s/run.cpu.pprof: File too large" % d in l for l in r.error_lines()),
+          "the line must say the CPU profile could not be written\n%s" % r.describe())
+
+
+def test_libc_symbols_under_the_limit(ctx):
+    """sym_libc's CPU is in libc, named from its compressed debug file: the
+    inflated copy the symbol cache keeps of it is far past 4 KiB. (Its
+    checksum depends on how far it got in its time.)"""
+    r, d = _as_plain(ctx, ["sym_libc"], same_output=False)
+    check(len(r.summary_lines()) == 1, "want one line\n%s" % r.describe())
