@@ -1,6 +1,7 @@
 // fatal_stop: a fatal signal's stop; see lifecycle.h. A signal that comes
-// while its thread is inside the allocator, the loader or the shim (whose
-// locks the stop needs) is deferred and taken again a millisecond later on
+// while its thread is inside the allocator or the loader, or holds
+// something of the shim's (stackwalk.h: whose locks the stop needs), is
+// deferred and taken again a millisecond later on
 // the shim's signal; the stop itself runs on the signalled thread
 // (stop_runner::fatal) under a watchdog that, past the bound, lets the
 // signal end the process as it would have.
@@ -231,7 +232,7 @@ bool fatal_on_this_stack(const FatalCall& c) {
   bool fault = signals::synchronous_fault(sig, si);
   int state = g_state.load();
   if ((state == kRunning || state == kStopping) && stackwalk::interrupted_in_unsafe_code(uc, c.in_wait)) {
-    // Inside the allocator (or the loader, or the shim): its locks may be
+    // Inside the allocator (or the loader, or a Holding): its locks may be
     // held by this very thread, and a stop -- ours, or one under way on
     // another thread -- needs them. A sent signal is taken again in a
     // moment, when the thread has left; a fault there cannot be, nor written.

@@ -348,6 +348,7 @@ int from_signal(void* uc, uint64_t* frames, int max, bool* cut) {
 }
 
 int here(uint64_t* frames, int max) {
+  Holding unwinder;  // libgcc's object mutex, for frames a JIT registered
   Walk w = {frames, max, 0, true, false, 0};
   walk(&w);
   return w.n;
@@ -389,18 +390,34 @@ bool holds_program_locks(void* uc) {
   return true;  // never back in the shim's code: nothing to go by
 }
 
+// What a program thread may hold that a stop needs, lock by lock:
+//  - jemalloc's arena, bin, extent and prof mutexes: held only by frames in
+//    profshim_alloc (jemalloc's code and the shim's malloc-family functions);
+//    the heap profile's hooks that jemalloc calls run under such frames.
+//  - the loader's locks (dl_load_lock, dl_load_tls_lock): held inside ld.so.
+//  - libdw being loaded (symbolize_libdw.cc: a flag others wait on up to 2 s),
+//    a dlclose's record (unload.cc: a helper thread joined, using libdw) and
+//    libgcc's object mutex (taken by a walk for JIT-registered frames): held
+//    under a Holding.
+// Nothing else of the shim holds a lock a program thread could be stopped
+// in: own_signal's view lock is taken with every signal blocked; the
+// snapshot worker's busy word is the worker's, and the stop waits for it
+// with a bound; the sampler's and the wait profile's tables are lock-free,
+// an entry half written is skipped, not waited for; the shim's own signal
+// handlers block every signal. So a thread in a wrapper, in the thread
+// start trampoline, in the wait profile's recording or in the shim's
+// signal bookkeeping holds nothing a stop waits for, and is stopped or
+// parked there as it would be in the program's own code.
+namespace {
+__thread int t_holding;
+}
+
+Holding::Holding() { ++t_holding; }
+Holding::~Holding() { --t_holding; }
+bool holding() { return t_holding > 0; }
+
 bool in_unsafe_code(uint64_t pc) {
-  // The frames the shim puts under main and every thread's start routine
-  // hold nothing: every stack of the program passes through them. Nor do
-  // the wait profile's wrappers (hooks_wait.cc) around a blocking call, where
-  // a thread spends most of its life, nor the signal masks' and waits'
-  // (sigprocmask unblocking a pending SIGINT; sigsuspend, sigwait: the
-  // classic ways to wait for SIGTERM); the engine they call after it
-  // (waits.cc) is outside their section and stays unsafe.
-  if (pc >= wrappers::begin() && pc < wrappers::end()) return false;
-  if (pc >= uint64_t(__start_profshim_wait) && pc < uint64_t(__stop_profshim_wait)) return false;
-  if (in_sigcall(pc)) return false;
-  return in(kShim, pc) || in(kLoader, pc);
+  return (pc >= wrappers::alloc_begin() && pc < wrappers::alloc_end()) || in(kLoader, pc);
 }
 
 bool may_park_here() {
@@ -408,6 +425,7 @@ bool may_park_here() {
   // no frame may be inside code whose locks the stop needs: a program
   // thread that calls read() inside a dl_iterate_phdr callback holds the
   // loader's lock; jemalloc's own lock calls come from inside the shim.
+  if (holding()) return false;
   uint64_t frames[32];
   int n = here(frames, 32), i = 0;
   while (i < n && !(pc_of(frames[i]) >= uint64_t(__start_profshim_wait) && pc_of(frames[i]) < uint64_t(__stop_profshim_wait)))
@@ -419,6 +437,7 @@ bool may_park_here() {
 }
 
 bool interrupted_in_unsafe_code(void* uc, bool from_sigwait) {
+  if (holding()) return true;
   uint64_t frames[32];
   int n = from_signal(uc, frames, 32);
   int i = 0;
@@ -436,6 +455,7 @@ Context calling_context() {
   Walk w = {frames, 32, 0, false, false, 0};
   walk(&w);
   if (!w.started) return kNotInHandler;
+  if (holding()) return kHandlerOverUnsafeCode;
   for (int i = 0; i < w.n; ++i)
     if (in_unsafe_code(pc_of(frames[i]))) return kHandlerOverUnsafeCode;
   return kHandler;

@@ -97,10 +97,23 @@ int here(uint64_t* frames, int max);
 // stack whose bounds the shim does not know (a program's fiber stack).
 bool room_here();
 
-// Address ranges of code that holds locks the stop needs: the shim itself
-// (jemalloc is inside it) and the dynamic loader. Filled by note_unsafe_code().
+// Address ranges of code that may hold locks the stop needs: the allocator
+// (jemalloc's code, section profshim_alloc) and the dynamic loader. Filled
+// by note_unsafe_code(). The rest of the shim's code is not among them:
+// what of it holds something the stop needs says so (Holding).
 void note_unsafe_code();
 bool in_unsafe_code(uint64_t pc);
+// While one lives, the calling thread holds something of the shim's that a
+// stop on this thread would wait for (libdw half loaded, a dlclose's
+// record under way, libgcc's unwinder inside a walk): a fatal signal is
+// deferred, a freeze request declined, as inside the allocator.
+struct Holding {
+  Holding();
+  ~Holding();
+  Holding(const Holding&) = delete;
+  Holding& operator=(const Holding&) = delete;
+};
+bool holding();
 // Whether the context a signal interrupted is inside such code, in any of
 // its first frames (a thread inside malloc, or inside a lock jemalloc took).
 // from_sigwait: the signal was raised by the shim's own code in a signal
