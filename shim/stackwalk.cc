@@ -408,14 +408,6 @@ bool holds_program_locks(void* uc) {
 // start trampoline, in the wait profile's recording or in the shim's
 // signal bookkeeping holds nothing a stop waits for, and is stopped or
 // parked there as it would be in the program's own code.
-namespace {
-__thread int t_holding;
-}
-
-Holding::Holding() { ++t_holding; }
-Holding::~Holding() { --t_holding; }
-bool holding() { return t_holding > 0; }
-
 bool in_unsafe_code(uint64_t pc) {
   return (pc >= wrappers::alloc_begin() && pc < wrappers::alloc_end()) || in(kLoader, pc);
 }

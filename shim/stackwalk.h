@@ -107,13 +107,16 @@ bool in_unsafe_code(uint64_t pc);
 // stop on this thread would wait for (libdw half loaded, a dlclose's
 // record under way, libgcc's unwinder inside a walk): a fatal signal is
 // deferred, a freeze request declined, as inside the allocator.
+// (Inline: code outside the walks, which the unit tests link alone, marks
+// itself too.)
+inline thread_local int t_holding = 0;
 struct Holding {
-  Holding();
-  ~Holding();
+  Holding() { ++t_holding; }
+  ~Holding() { --t_holding; }
   Holding(const Holding&) = delete;
   Holding& operator=(const Holding&) = delete;
 };
-bool holding();
+inline bool holding() { return t_holding > 0; }
 // Whether the context a signal interrupted is inside such code, in any of
 // its first frames (a thread inside malloc, or inside a lock jemalloc took).
 // from_sigwait: the signal was raised by the shim's own code in a signal
