@@ -390,24 +390,6 @@ bool holds_program_locks(void* uc) {
   return true;  // never back in the shim's code: nothing to go by
 }
 
-// What a program thread may hold that a stop needs, lock by lock:
-//  - jemalloc's arena, bin, extent and prof mutexes: held only by frames in
-//    profshim_alloc (jemalloc's code and the shim's malloc-family functions);
-//    the heap profile's hooks that jemalloc calls run under such frames.
-//  - the loader's locks (dl_load_lock, dl_load_tls_lock): held inside ld.so.
-//  - libdw being loaded (symbolize_libdw.cc: a flag others wait on up to 2 s),
-//    a dlclose's record (unload.cc: a helper thread joined, using libdw) and
-//    libgcc's object mutex (taken by a walk for JIT-registered frames): held
-//    under a Holding.
-// Nothing else of the shim holds a lock a program thread could be stopped
-// in: own_signal's view lock is taken with every signal blocked; the
-// snapshot worker's busy word is the worker's, and the stop waits for it
-// with a bound; the sampler's and the wait profile's tables are lock-free,
-// an entry half written is skipped, not waited for; the shim's own signal
-// handlers block every signal. So a thread in a wrapper, in the thread
-// start trampoline, in the wait profile's recording or in the shim's
-// signal bookkeeping holds nothing a stop waits for, and is stopped or
-// parked there as it would be in the program's own code.
 bool in_unsafe_code(uint64_t pc) {
   return (pc >= wrappers::alloc_begin() && pc < wrappers::alloc_end()) || in(kLoader, pc);
 }
