@@ -1,9 +1,10 @@
 // fatal_stop: a fatal signal's stop; see lifecycle.h. A signal that comes
-// while its thread is inside the allocator, the loader or the shim (whose
-// locks the stop needs) is deferred and taken again a millisecond later on
-// the shim's signal; the stop itself runs on the signalled thread
-// (stop_runner::fatal) under a watchdog that, past the bound, lets the
-// signal end the process as it would have.
+// while its thread is inside the allocator or the loader, or holds
+// something of the shim's (stackwalk.h: whose locks the stop needs), is
+// deferred and taken again a moment later on the shim's signal, the other
+// threads held at the shim's wrappers meanwhile; the stop itself runs on
+// the signalled thread (stop_runner::fatal) under a watchdog that, past
+// the bound, lets the signal end the process as it would have.
 #include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -36,8 +37,16 @@ using namespace core;
 
 namespace {
 
-constexpr uint64_t kRetryNs = 1000000;  // a fatal signal inside the allocator: again in 1 ms
-constexpr int kMaxRetries = 200;
+// A fatal signal inside the allocator: again in 100 us, for at most 200 ms
+// in all. Often: a thread that spends nearly all its time in malloc and
+// free is outside them only a few times in a hundred, and each retry is a
+// draw.
+constexpr uint64_t kRetryNs = 100000;
+constexpr int kMaxRetries = 2000;
+// While one is deferred and the process is to die of it, the program's
+// other threads park at the shim's wrappers for this long past each
+// deferral (freeze::hold): without the shim they would be gone.
+constexpr uint64_t kHoldNs = 10000000;
 
 // A fatal signal's stop: which signal (for its watchdog), and the one being
 // deferred while its thread was inside the allocator.
@@ -230,8 +239,18 @@ bool fatal_on_this_stack(const FatalCall& c) {
   void* uc = c.uc;
   bool fault = signals::synchronous_fault(sig, si);
   int state = g_state.load();
+  if ((state == kRunning || state == kStopping) && !fault && t_ending && freeze::another_takes(sig)) {
+    // Past its start routine, in glibc's teardown: jemalloc's data for this
+    // thread may be gone already (its TLS destructor), and a stop here
+    // writes no heap profile. The signal goes to the process again, with
+    // this thread blocking it, for another thread that does not (without
+    // one it is stopped for here, as the process dies of it anyway).
+    sigaddset(&static_cast<ucontext_t*>(uc)->uc_sigmask, sig);
+    syscall(SYS_kill, raw_getpid(), sig);
+    return true;
+  }
   if ((state == kRunning || state == kStopping) && stackwalk::interrupted_in_unsafe_code(uc, c.in_wait)) {
-    // Inside the allocator (or the loader, or the shim): its locks may be
+    // Inside the allocator (or the loader, or a Holding): its locks may be
     // held by this very thread, and a stop -- ours, or one under way on
     // another thread -- needs them. A sent signal is taken again in a
     // moment, when the thread has left; a fault there cannot be, nor written.
@@ -241,6 +260,9 @@ bool fatal_on_this_stack(const FatalCall& c) {
     bool can_return = !sigismember(&static_cast<ucontext_t*>(uc)->uc_sigmask, own_signal::number());
     if (!fault && can_return && g_retries.fetch_add(1) < kMaxRetries) {
       g_deferred_sig.store(sig);
+      // Held only, not announced: the program may install a handler of its
+      // own before the retry, and then lives on.
+      if (signals::serves_default(sig)) freeze::hold(sys::now_ns(CLOCK_MONOTONIC) + kHoldNs);
       if (c.forced_mask) sigaddset(&static_cast<ucontext_t*>(uc)->uc_sigmask, sig);  // as the program set it
       if (t_ending) {
         // Inside the allocator in this thread's teardown (its thread cache
@@ -322,7 +344,10 @@ void on_retry_fatal(const siginfo_t* si, void* uc) {
   // which then ends the process as the signal would have.
   const bool in_mask = sigismember(back, sig) == 1;
   const bool ours = signals::serves_default(sig);
-  if (!ours) forget_deferred(sig);  // the program's own disposition has it now
+  if (!ours) {
+    forget_deferred(sig);  // the program's own disposition has it now
+    freeze::release();
+  }
   const bool force = (in_mask || sigmask::view_blocks(sig)) && !t_stopping && !stop_runner::stopping_here() && ours;
   if (force) t_forced_sig = sig, t_forced_mask = in_mask;
   if (uc) {

@@ -75,9 +75,8 @@ void each_thread(int dirfd, Fn fn) {
   }
 }
 
-// Whether a thread blocks the shim's signal in the kernel (glibc's helper
-// threads block everything): it will never answer, so nobody waits for it.
-bool blocks_ours(int32_t tid) {
+// Whether a thread blocks sig in the kernel.
+bool blocks(int32_t tid, int sig) {
   char path[48] = "/proc/self/task/";
   char digits[12];
   int nd = 0;
@@ -101,10 +100,14 @@ bool blocks_ours(int32_t tid) {
       int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
       if (v >= 0) mask = mask << 4 | uint64_t(v);
     }
-    return (mask >> (own_signal::number() - 1)) & 1;
+    return (mask >> (sig - 1)) & 1;
   }
   return false;
 }
+
+// Whether a thread blocks the shim's signal (glibc's helper threads block
+// everything): it will never answer, so nobody waits for it.
+bool blocks_ours(int32_t tid) { return blocks(tid, own_signal::number()); }
 
 }  // namespace
 
@@ -119,16 +122,46 @@ bool exempt(bool on) {
   return was;
 }
 
+namespace {
+// Whether parking is announced (kCertain) or only held for a moment (kHeld):
+// release() ends the latter alone.
+enum { kNone, kHeld, kCertain };
+std::atomic<int> g_kind{kNone};
+
+void extend(uint64_t park_until_ns) {
+  uint64_t was = g.park_until.load();
+  while (was < park_until_ns && !g.park_until.compare_exchange_weak(was, park_until_ns)) {
+  }
+}
+}  // namespace
+
 void after_fork() {
+  g_kind.store(kNone);
   g_requested.store(false);
   g.park_until.store(0);
 }
 
 void announce(uint64_t park_until_ns) {
-  uint64_t was = g.park_until.load();
-  while (was < park_until_ns && !g.park_until.compare_exchange_weak(was, park_until_ns)) {
-  }
+  g_kind.store(kCertain);
+  extend(park_until_ns);
   g_requested.store(true);
+}
+
+void hold(uint64_t park_until_ns) {
+  int none = kNone;
+  g_kind.compare_exchange_strong(none, kHeld);
+  extend(park_until_ns);
+  g_requested.store(true);
+}
+
+void release() {
+  int held = kHeld;
+  if (!g_kind.compare_exchange_strong(held, kNone)) return;
+  // park_until stays: a thread parked now wakes at it, milliseconds off,
+  // and an announce's own bound is never cut short.
+  g_requested.store(false);
+  // An announce between the exchange and here: its request stands.
+  if (g_kind.load() == kCertain) g_requested.store(true);
 }
 
 void at_call() {
@@ -184,6 +217,18 @@ Result others(uint64_t deadline_ns, uint64_t park_until_ns) {
   }
   syscall(SYS_close, dirfd);
   return r;
+}
+
+bool another_takes(int sig) {
+  int dirfd = int(syscall(SYS_openat, AT_FDCWD, "/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dirfd < 0) return false;
+  const int32_t self = int32_t(sys::gettid());
+  bool found = false;
+  each_thread(dirfd, [&](int32_t tid) {
+    if (!found && tid != self && !blocks(tid, sig)) found = true;
+  });
+  syscall(SYS_close, dirfd);
+  return found;
 }
 
 void park_here() {

@@ -29,6 +29,14 @@ inline bool requested() { return g_requested.load(std::memory_order_relaxed); }
 // The process is going to die of a fatal signal: threads park until
 // park_until_ns (CLOCK_MONOTONIC) at the wrappers from now on.
 void announce(uint64_t park_until_ns);
+// The process is about to die of a fatal signal, most likely: one deferred
+// for a moment, which the program may still take over (its handler
+// installed before the retry). Threads park at the wrappers, but only until
+// park_until_ns, a few milliseconds off: should the process live on after
+// all, a parked thread has waited no longer than a preempted one would.
+void hold(uint64_t park_until_ns);
+// The process lives on: a hold is over (an announce is never withdrawn).
+void release();
 // At a wrapper's entry once requested(): parks this thread unless it is
 // the shim's own or the one stopping, or a frame of its stack is inside
 // code whose locks the stop may need.
@@ -49,6 +57,10 @@ struct Result {
 // Parks every other thread until park_until_ns (CLOCK_MONOTONIC; the
 // process is dead long before), waiting for them at most until deadline_ns.
 Result others(uint64_t deadline_ns, uint64_t park_until_ns);
+
+// Whether a thread other than the caller does not block sig now (one the
+// kernel could give a process-directed sig to).
+bool another_takes(int sig);
 
 // The request's handler side, in the thread asked.
 void on_request(void* ucontext);

@@ -348,6 +348,7 @@ int from_signal(void* uc, uint64_t* frames, int max, bool* cut) {
 }
 
 int here(uint64_t* frames, int max) {
+  Holding unwinder;  // libgcc's object mutex, for frames a JIT registered
   Walk w = {frames, max, 0, true, false, 0};
   walk(&w);
   return w.n;
@@ -390,17 +391,7 @@ bool holds_program_locks(void* uc) {
 }
 
 bool in_unsafe_code(uint64_t pc) {
-  // The frames the shim puts under main and every thread's start routine
-  // hold nothing: every stack of the program passes through them. Nor do
-  // the wait profile's wrappers (hooks_wait.cc) around a blocking call, where
-  // a thread spends most of its life, nor the signal masks' and waits'
-  // (sigprocmask unblocking a pending SIGINT; sigsuspend, sigwait: the
-  // classic ways to wait for SIGTERM); the engine they call after it
-  // (waits.cc) is outside their section and stays unsafe.
-  if (pc >= wrappers::begin() && pc < wrappers::end()) return false;
-  if (pc >= uint64_t(__start_profshim_wait) && pc < uint64_t(__stop_profshim_wait)) return false;
-  if (in_sigcall(pc)) return false;
-  return in(kShim, pc) || in(kLoader, pc);
+  return (pc >= wrappers::alloc_begin() && pc < wrappers::alloc_end()) || in(kLoader, pc);
 }
 
 bool may_park_here() {
@@ -408,6 +399,7 @@ bool may_park_here() {
   // no frame may be inside code whose locks the stop needs: a program
   // thread that calls read() inside a dl_iterate_phdr callback holds the
   // loader's lock; jemalloc's own lock calls come from inside the shim.
+  if (holding()) return false;
   uint64_t frames[32];
   int n = here(frames, 32), i = 0;
   while (i < n && !(pc_of(frames[i]) >= uint64_t(__start_profshim_wait) && pc_of(frames[i]) < uint64_t(__stop_profshim_wait)))
@@ -419,6 +411,7 @@ bool may_park_here() {
 }
 
 bool interrupted_in_unsafe_code(void* uc, bool from_sigwait) {
+  if (holding()) return true;
   uint64_t frames[32];
   int n = from_signal(uc, frames, 32);
   int i = 0;
@@ -436,6 +429,7 @@ Context calling_context() {
   Walk w = {frames, 32, 0, false, false, 0};
   walk(&w);
   if (!w.started) return kNotInHandler;
+  if (holding()) return kHandlerOverUnsafeCode;
   for (int i = 0; i < w.n; ++i)
     if (in_unsafe_code(pc_of(frames[i]))) return kHandlerOverUnsafeCode;
   return kHandler;

@@ -97,12 +97,49 @@ int here(uint64_t* frames, int max);
 // stack whose bounds the shim does not know (a program's fiber stack).
 bool room_here();
 
-// Address ranges of code that holds locks the stop needs: the shim itself
-// (jemalloc is inside it) and the dynamic loader. Filled by note_unsafe_code().
+// Address ranges of code that may hold locks the stop needs: the allocator
+// (jemalloc's code, section profshim_alloc) and the dynamic loader. Filled
+// by note_unsafe_code(). The rest of the shim's code is not among them:
+// what of it holds something the stop needs says so (Holding).
+//
+// What a program thread may hold that a stop needs, lock by lock:
+//  - jemalloc's arena, bin, extent and prof mutexes: held only by frames in
+//    profshim_alloc (jemalloc's code and the shim's malloc-family functions);
+//    the heap profile's hooks that jemalloc calls run under such frames.
+//  - the loader's locks (dl_load_lock, dl_load_tls_lock): held inside ld.so.
+//  - libdw being loaded (symbolize_libdw.cc: a flag others wait on up to 2 s),
+//    a dlclose's record (unload.cc: a helper thread joined, using libdw),
+//    libgcc's object mutex (taken by a walk for JIT-registered frames) and a
+//    wait being recorded (waits.cc: the table's log is read up to a slot
+//    claimed but not yet written): held under a Holding.
+// Nothing else of the shim holds a lock a program thread could be stopped
+// in: own_signal's view lock is taken with every signal blocked; the
+// snapshot worker's busy word is the worker's, and the stop waits for it
+// with a bound; the sampler writes its table in a handler that blocks
+// every signal, as all the shim's own handlers do. So a thread in a wrapper, in the thread
+// start trampoline, in the wait profile's recording or in the shim's
+// signal bookkeeping holds nothing a stop waits for, and is stopped or
+// parked there as it would be in the program's own code.
 void note_unsafe_code();
 bool in_unsafe_code(uint64_t pc);
+// While one lives, the calling thread holds something of the shim's that a
+// stop on this thread would wait for (libdw half loaded, a dlclose's
+// record under way, libgcc's unwinder inside a walk, a wait being
+// recorded): a fatal signal is
+// deferred, a freeze request declined, as inside the allocator.
+// (Inline: code outside the walks, which the unit tests link alone, marks
+// itself too.)
+inline thread_local int t_holding = 0;
+struct Holding {
+  Holding() { ++t_holding; }
+  ~Holding() { --t_holding; }
+  Holding(const Holding&) = delete;
+  Holding& operator=(const Holding&) = delete;
+};
+inline bool holding() { return t_holding > 0; }
 // Whether the context a signal interrupted is inside such code, in any of
-// its first frames (a thread inside malloc, or inside a lock jemalloc took).
+// its first frames (a thread inside malloc, or inside a lock jemalloc took),
+// or its thread is Holding.
 // from_sigwait: the signal was raised by the shim's own code in a signal
 // wait's wrapper (a fatal signal's retry taken there): only the frames from
 // that wrapper (section profshim_sigcall) on count.

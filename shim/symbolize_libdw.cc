@@ -8,6 +8,7 @@
 #include <string>
 
 #include "symbolize.h"
+#include "stackwalk.h"
 #include "symbolize_internal.h"
 
 namespace symbolize {
@@ -23,6 +24,8 @@ bool load_libdw(std::string* err) {
   // The snapshot worker, a program thread's first pthread_create and a stop
   // may ask at once: one loads, the others wait for it (a dlopen takes a
   // fraction of a millisecond; at most 2 s).
+  // A stop on this thread while it loads would wait for itself.
+  stackwalk::Holding loading;
   for (int waited = 0;; ++waited) {
     int state = internal::g_dw_state.load(std::memory_order_acquire);
     if (state == 2) return true;

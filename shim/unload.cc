@@ -337,6 +337,7 @@ void plan_and_record(void* arg) {
 void before_dlclose(void* handle) {
   if (!handle || t_busy || !g_create) return;  // t_busy: the symbolizer's own dlclose, if any
   t_busy = true;
+  stackwalk::Holding recording;  // its helper uses libdw, as the stop does
   const int saved_errno = errno;
   // The shim's allocations here are not the program's.
   bool was = true;

@@ -162,6 +162,10 @@ void record(Call call, uint64_t d, void* caller) {
   uint64_t ra = reinterpret_cast<uint64_t>(caller);
   if (!on() || t_recording || t_quiet || sigmask::internal() || own_code(ra - 1)) return;
   t_recording = true;
+  // The table's log is read in order up to a slot still being written: a
+  // stop on this thread, between the claim of a slot and its write, would
+  // read no entry past it.
+  stackwalk::Holding writing;
   int saved = errno;
   if (!lifecycle::in_vfork_child()) {
     if (stackwalk::room_here()) {

@@ -1,0 +1,85 @@
+"""SIGTERM from outside, while the program is busy in the shim's way.
+
+The shim takes a fatal signal later when its thread is inside code whose
+locks the stop needs. Three programs (fatal_deferral) that are always
+somewhere in the shim: creating detached threads in a loop, creating
+threads that spin, and one thread inside malloc and free all the time (the
+only one that can take SIGTERM). Each dies of SIGTERM in every run, as it
+does without the shim, with its three profiles written, and writes no line
+after the signal was sent: every line carries CLOCK_MONOTONIC as it was
+just before its write. Without the shim the kernel ends every thread in
+kill() itself; with it, the thread the kernel chose must first get a CPU to
+run the shim's handler, and on a loaded machine the program's other threads
+run on for a few milliseconds meanwhile. So a line stamped up to GRACE_NS
+after kill() returned is the scheduler's, and any later one the shim's.
+(Deferring wherever the shim's code was: lines up to 30 ms after, in one
+run of a few over a second; inside malloc, 20-130 ms after in most runs.)
+"""
+
+import os
+import signal
+import time
+
+from common import check, indent
+from st_helpers import pprofs, prof_env, start
+
+RUNS = 10
+PLAIN_RUNS = 3
+GRACE_NS = 10_000_000
+
+
+def _late_lines(r, sent_ns):
+    """The lines stamped later than GRACE_NS after sent_ns, with how long after."""
+    late = []
+    for l in r.stdout_text.splitlines():
+        parts = l.split()
+        if len(parts) == 3 and parts[0] == "line" and int(parts[2]) > sent_ns + GRACE_NS:
+            late.append("%s (+%.3f ms)" % (l, (int(parts[2]) - sent_ns) / 1e6))
+    return late
+
+
+def _one(ctx, shape, env, cwd):
+    r = start(ctx, ["fatal_deferral", shape], env=env, cwd=cwd)
+    r.wait_for(r"^marker$")
+    time.sleep(0.2)  # well under way
+    r.kill(signal.SIGTERM)
+    sent_ns = time.monotonic_ns()
+    r.wait(timeout=60)
+    return r, _late_lines(r, sent_ns)
+
+
+def _shape(ctx, shape):
+    for i in range(PLAIN_RUNS):
+        plain, late = _one(ctx, shape, ctx.env(preload=False), ctx.mkdtemp("cwd"))
+        check(plain.status.is_signal(signal.SIGTERM), "%s without the shim: %s, want SIGTERM\n%s" % (
+            shape, plain.status, plain.describe()))
+        check(not late, "%s without the shim: %d lines after the signal:\n%s" % (
+            shape, len(late), indent("\n".join(late[:20]))))
+    problems = []
+    for i in range(RUNS):
+        d = ctx.mkdtemp("prof")
+        stem = "%s%d" % (shape, i)
+        r, late = _one(ctx, shape, prof_env(ctx, d, name=stem), ctx.mkdtemp("cwd"))
+        want = sorted(stem + s for s in (".cpu.pprof", ".heap.pprof", ".wait.pprof"))
+        got = pprofs(d)
+        if not r.status.is_signal(signal.SIGTERM):
+            problems.append("run %d: %s, want death by SIGTERM" % (i, r.status))
+        if got != want:
+            problems.append("run %d: profiles %s, want %s; stderr:\n%s" % (
+                i, got, want, indent("\n".join(r.stderr_lines[-5:]))))
+        if late:
+            problems.append("run %d: %d lines after the signal (without the shim: none):\n%s" % (
+                i, len(late), indent("\n".join(late[:10]))))
+    check(not problems, "%s, %d runs under the shim:\n%s" % (shape, RUNS, indent("\n".join(problems))))
+
+
+def test_sigterm_while_creating_detached_threads(ctx):
+    _shape(ctx, "detach")
+
+
+def test_sigterm_while_creating_spinning_threads(ctx):
+    _shape(ctx, "spawn")
+
+
+def test_sigterm_to_a_thread_inside_malloc(ctx):
+    _shape(ctx, "malloc")
