@@ -10,10 +10,11 @@ after the signal was sent: every line carries CLOCK_MONOTONIC as it was
 just before its write. Without the shim the kernel ends every thread in
 kill() itself; with it, the thread the kernel chose must first get a CPU to
 run the shim's handler, and on a loaded machine the program's other threads
-run on for a few milliseconds meanwhile. So a line stamped up to GRACE_NS
-after kill() returned is the scheduler's, and any later one the shim's.
-(Deferring wherever the shim's code was: lines up to 30 ms after, in one
-run of a few over a second; inside malloc, 20-130 ms after in most runs.)
+run on meanwhile, for as long as the scheduler likes (21 ms seen beside
+busy loops). So a few lines after kill() returned (MAX_LATE) are the
+scheduler's, whenever they come; more are the shim's. (Deferring wherever
+the shim's code was: 17-1197 lines after the signal, up to 1.1 s; inside
+malloc, 3-152 lines.)
 """
 
 import os
@@ -25,15 +26,15 @@ from st_helpers import pprofs, prof_env, start
 
 RUNS = 10
 PLAIN_RUNS = 3
-GRACE_NS = 10_000_000
+MAX_LATE = 3
 
 
 def _late_lines(r, sent_ns):
-    """The lines stamped later than GRACE_NS after sent_ns, with how long after."""
+    """The lines stamped after sent_ns, with how long after."""
     late = []
     for l in r.stdout_text.splitlines():
         parts = l.split()
-        if len(parts) == 3 and parts[0] == "line" and int(parts[2]) > sent_ns + GRACE_NS:
+        if len(parts) == 3 and parts[0] == "line" and int(parts[2]) > sent_ns:
             late.append("%s (+%.3f ms)" % (l, (int(parts[2]) - sent_ns) / 1e6))
     return late
 
@@ -53,7 +54,7 @@ def _shape(ctx, shape):
         plain, late = _one(ctx, shape, ctx.env(preload=False), ctx.mkdtemp("cwd"))
         check(plain.status.is_signal(signal.SIGTERM), "%s without the shim: %s, want SIGTERM\n%s" % (
             shape, plain.status, plain.describe()))
-        check(not late, "%s without the shim: %d lines after the signal:\n%s" % (
+        check(len(late) <= MAX_LATE, "%s without the shim: %d lines after the signal:\n%s" % (
             shape, len(late), indent("\n".join(late[:20]))))
     problems = []
     for i in range(RUNS):
@@ -67,9 +68,9 @@ def _shape(ctx, shape):
         if got != want:
             problems.append("run %d: profiles %s, want %s; stderr:\n%s" % (
                 i, got, want, indent("\n".join(r.stderr_lines[-5:]))))
-        if late:
-            problems.append("run %d: %d lines after the signal (without the shim: none):\n%s" % (
-                i, len(late), indent("\n".join(late[:10]))))
+        if len(late) > MAX_LATE:
+            problems.append("run %d: %d lines after the signal (%d allowed):\n%s" % (
+                i, len(late), MAX_LATE, indent("\n".join(late[:10]))))
     check(not problems, "%s, %d runs under the shim:\n%s" % (shape, RUNS, indent("\n".join(problems))))
 
 
