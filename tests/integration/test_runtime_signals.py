@@ -53,7 +53,7 @@ def _profiled_runs(ctx, argv, runs):
 
 
 def test_throwing_cpp_program_sampled_at_1000_hz_runs_as_plain(ctx):
-    for what, d, r, prof in _profiled_runs(ctx, ["throw_deep", "1"], 10):
+    for what, d, r, prof in _profiled_runs(ctx, ["throw_deep", "1"], 5):
         n = prof.index("samples/count")
         total = sum(s.values[n] for s in prof.samples)
         # Samples in the unwinder are walked, not cut off at the leaf:

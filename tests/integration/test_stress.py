@@ -15,7 +15,7 @@ every signal and allocates, while main ends the process after a random delay
 by exit, _exit, return, raise(SIGTERM), SIGSEGV, abort, SIGTERM sent by the
 test, exec, fork (the child ending by exit, _exit, SIGTERM or SIGSEGV), or
 two of these racing (exit/SIGTERM, exit/exit, exit/SIGSEGV, exec/exit,
-fork/exit, exit/SIGTERM from outside). Two tests of 160 runs each, two runs
+fork/exit, exit/SIGTERM from outside). Two tests of 120 runs each, two runs
 at a time, each run bounded at 20 s (a hang guard). Every run must finish,
 however long the machine takes (they count runs, not runs per second; a
 loaded machine took 95 s for 133 of them); a run that hangs ends the test
@@ -39,7 +39,7 @@ import time
 from common import check, clip, communicate_bounded, indent, profile_dir_names
 from st_helpers import gzip_ok, prof_env, written
 
-RUNS = 160
+RUNS = 120
 CONCURRENCY = 2
 RUN_TIMEOUT = 20
 HANG_GUARD = 600  # the whole test's, for tests/run.py
@@ -206,7 +206,7 @@ def _guarded(test):
 
 @_guarded
 def test_stress_stop_paths(ctx):
-    """160 runs: exit, _exit, return, SIGTERM raised, SIGSEGV, abort, SIGTERM
+    """120 runs: exit, _exit, return, SIGTERM raised, SIGSEGV, abort, SIGTERM
     from outside while the program runs, and SIGTERM from outside around
     its own exit(7)."""
     _stress(ctx, SINGLE, 20261130)
@@ -214,6 +214,6 @@ def test_stress_stop_paths(ctx):
 
 @_guarded
 def test_stress_images_and_races(ctx):
-    """160 runs: exec, fork (the child ending four ways), and two stop paths
+    """120 runs: exec, fork (the child ending four ways), and two stop paths
     racing: exit/SIGTERM, exit/exit, exit/SIGSEGV, exec/exit, fork/exit."""
     _stress(ctx, IMAGES, 20261201)
