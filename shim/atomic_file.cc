@@ -143,7 +143,7 @@ std::string check_owners(const std::string& dir) {
 // There the probe file is skipped: on a build's hundreds of images it cost
 // an inode created and deleted each (ext4 without a journal then skips every
 // inode deleted in the last minute or more at each later creation in its
-// group: issue 13). Elsewhere
+// group). Elsewhere
 // (/proc, sysfs, a FUSE mount, a file system access() is not the whole story
 // for) a file is created and removed to find out. What access() cannot see
 // (an LSM's path rules, a full disk or quota) is then the stop's error line.

@@ -1,7 +1,7 @@
 // config: the one table of PROFILE_* variables, their defaults and their
 // strict parsers, plus the slug rule and the output file names. Pure
 // functions: the only input is a getenv-like callback, the only output a
-// Config or an error message (SPEC: a malformed value is a setup error).
+// Config or an error message (docs/CONFIG.md: a malformed value is a setup error).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -33,7 +33,7 @@ using Getenv = const char* (*)(const char*);
 // naming the variable, the value and what is accepted.
 std::string parse(Getenv get, Config* out);
 
-// SPEC's slug: keeps [A-Za-z0-9._-], other runs become one '-', leading
+// The slug (docs/CONFIG.md): keeps [A-Za-z0-9._-], other runs become one '-', leading
 // '.', '-', '_' dropped, at most 128 bytes, empty becomes "run".
 std::string slug(const std::string& in);
 

@@ -116,7 +116,7 @@ bool compress(const std::string& in, std::string* out, std::string* err, const s
   const int mem_level = std::max(1, std::min(8, bits - 7));
   // 16 + bits asks zlib for the gzip header and trailer, not zlib's own.
   // Level 1, as Go's runtime/pprof: a third of level 6's time on a
-  // compiler's profiles for files ~10% larger (issue 13).
+  // compiler's profiles for files ~10% larger.
   int rc = g_z.deflateInit2_(&zs, Z_BEST_SPEED, Z_DEFLATED, 16 + bits, mem_level, Z_DEFAULT_STRATEGY, ZLIB_VERSION,
                              int(sizeof(z_stream)));
   if (rc != Z_OK) return fail(err, "deflateInit2", rc, &zs);

@@ -3,7 +3,7 @@
 // maps in (prof_sys.c's prof_dump_maps, no option turns it off): the dump's
 // reader stops where they begin (heap_dump.cc), and the stop has read them
 // already. The kernel's rendering of a server's few hundred mappings was
-// ~0.3 ms of every PostgreSQL backend's stop (issue 13). jemalloc skips the
+// ~0.3 ms of every PostgreSQL backend's stop. jemalloc skips the
 // section when the maps cannot be opened; any other open passes through.
 #include <errno.h>
 #include <fcntl.h>

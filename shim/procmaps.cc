@@ -13,7 +13,7 @@ namespace {
 
 // By hand, not sscanf: every image parses its maps at setup and at its stop,
 // and sscanf's per-call locale and stream setup made that a measurable part
-// of a short image's cost (issue 13).
+// of a short image's cost.
 bool number(const char*& p, const char* end, int base, uint64_t* out) {
   const char* first = p;
   uint64_t v = 0;

@@ -265,7 +265,7 @@ void prime() {
 
 void note_thread_stack() {
   // The main thread: glibc's pthread_getattr_np reads /proc/self/maps for
-  // it (~70 us of every image's setup: issue 13). Its frames all lie below
+  // it (~70 us of every image's setup). Its frames all lie below
   // __libc_stack_end, and the stack may grow to RLIMIT_STACK below the top
   // of its mapping, which holds at most a quarter of the limit above
   // __libc_stack_end (the kernel's bound on argv and environment) and a

@@ -165,7 +165,7 @@ void normal(finish::Context& ctx, bool in_handler, void (*done)()) {
   // The process's only thread: nothing can hold a lock the stop needs, and
   // the stop runs here. A thread started and waited for costs an image a
   // clone, a fresh arena and two hand-overs between cores, a large part of
-  // what a short image pays for being profiled (issue 13).
+  // what a short image pays for being profiled.
   const bool here = !in_handler && sys::single_threaded();
   if (!in_handler && !here && shim_thread::spawn(stop_thread, nullptr)) return;
   void (*how)(void*) = in_handler ? in_place : here ? alone_in_place : finish_guarded;

@@ -9,7 +9,7 @@
 // (stack.h) with a timer on the shim's signal as its watchdog; so does a
 // stop on the process's only thread, with every other signal held (no lock
 // of another thread to avoid, and a thread's start and hand-overs were much
-// of a short image's cost: issue 13). A fatal
+// of a short image's cost). A fatal
 // signal's stop runs in its handler, on a fresh stack, after the program's
 // other threads are parked (freeze.h), with the same watchdog.
 //

@@ -1,7 +1,7 @@
 // symbolize_cache: what the images of a session have symbolized, kept on
 // disk by build ID so that the next image that runs the same code reads its
 // frames instead of looking them up again (a compiler run 80 times by a
-// build symbolized libc from its debug file 80 times: issue 13).
+// build symbolized libc from its debug file 80 times).
 //
 // One file per module, PROFILE_DIR/.profshim-symbols/BUILDID.sym: the frames
 // of each address looked up so far (relative to the module's first mapping),

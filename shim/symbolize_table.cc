@@ -1,6 +1,6 @@
 // symbolize_table: a module's sorted function symbols kept in the symbol
 // cache, PROFILE_DIR/.profshim-symbols/BUILDID.tab, beside its entry. A
-// compiler's new samples each build (issue 13) fall in a binary without
+// compiler's new samples each build fall in a binary without
 // DWARF: naming them took libdw's module report and its 30,000-symbol table
 // read, ranked and sorted again in every image (~6 ms of a cc1plus stop),
 // for what a binary search in the kept table gives. Written by the image

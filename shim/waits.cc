@@ -74,7 +74,7 @@ bool kernel_uses_tsc() {
 // rate asked for, which only moves the sampling period: the weights are
 // unbiased in ticks (R in ticks), and ticks become nanoseconds by the ratio
 // over the whole run. Every image pays the spin at setup (a 50 us one was a
-// twentieth of a short image's cost: issue 13).
+// twentieth of a short image's cost).
 // Each end is the tightest of a few TSC reads around a clock read (an
 // interrupt between a lone pair would skew so short a spin by tens of
 // percent): the clock's time against the middle of the two TSC reads.
