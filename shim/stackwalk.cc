@@ -17,9 +17,6 @@
 #include "wrappers.h"
 
 extern "C" void* __tls_get_addr(void*);  // the dynamic loader's: a probe for its address range
-// The wait profile's wrappers (hooks_wait.cc), in a section of their own.
-extern "C" char __start_profshim_wait[] __attribute__((weak, visibility("hidden")));
-extern "C" char __stop_profshim_wait[] __attribute__((weak, visibility("hidden")));
 // The signal masks' and waits' wrappers (hooks_signal.cc): a fatal signal
 // comes there to a thread that holds nothing.
 extern "C" char __start_profshim_sigcall[] __attribute__((weak, visibility("hidden")));
@@ -383,15 +380,14 @@ bool holds_program_locks(void* uc) {
   int n = from_signal(uc, frames, 32);
   for (int i = 0; i < n; ++i) {
     uint64_t pc = pc_of(frames[i]);
-    if (pc >= wrappers::alloc_begin() && pc < wrappers::alloc_end()) return true;
-    if (in(kLoader, pc) || in(kLibc, pc)) return true;
+    if (in_unsafe_code(pc) || in(kLibc, pc)) return true;
     if (in(kShim, pc)) return false;  // the stop's own code, which called what is below
   }
   return true;  // never back in the shim's code: nothing to go by
 }
 
 bool in_unsafe_code(uint64_t pc) {
-  return (pc >= wrappers::alloc_begin() && pc < wrappers::alloc_end()) || in(kLoader, pc);
+  return wrappers::in_alloc(pc) || in(kLoader, pc);
 }
 
 bool may_park_here() {
@@ -402,8 +398,7 @@ bool may_park_here() {
   if (holding()) return false;
   uint64_t frames[32];
   int n = here(frames, 32), i = 0;
-  while (i < n && !(pc_of(frames[i]) >= uint64_t(__start_profshim_wait) && pc_of(frames[i]) < uint64_t(__stop_profshim_wait)))
-    ++i;
+  while (i < n && !wrappers::in_wait(pc_of(frames[i]))) ++i;
   if (i == n) return false;  // not called from a wrapper: nothing to go by
   for (++i; i < n; ++i)
     if (in_unsafe_code(pc_of(frames[i]))) return false;

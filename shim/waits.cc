@@ -15,10 +15,6 @@
 #include "sys.h"
 #include "wrappers.h"
 
-// The wrappers of hooks_wait.cc, in a section of their own: a stack that
-// passes through one of them twice is a nested call.
-extern "C" char __start_profshim_wait[] __attribute__((weak, visibility("hidden")));
-extern "C" char __stop_profshim_wait[] __attribute__((weak, visibility("hidden")));
 extern "C" const ElfW(Ehdr) __ehdr_start __attribute__((visibility("hidden")));
 
 namespace waits {
@@ -113,11 +109,7 @@ void note_text() {
 // libstdc++. The allocator inside it is the program's: jemalloc's
 // contended locks are the program's waits.
 bool own_code(uint64_t pc) {
-  return pc >= g.text_lo && pc < g.text_hi && !(pc >= wrappers::alloc_begin() && pc < wrappers::alloc_end());
-}
-
-bool in_wait_wrapper(uint64_t pc) {
-  return pc >= uint64_t(__start_profshim_wait) && pc < uint64_t(__stop_profshim_wait);
+  return pc >= g.text_lo && pc < g.text_hi && !wrappers::in_alloc(pc);
 }
 
 uint32_t serial() {
@@ -147,10 +139,11 @@ __attribute__((noinline)) void add_walked(Call call, uint64_t d) {
   uint64_t pcs[kMaxDepth];
   int n = stackwalk::here(pcs, kMaxDepth);
   int w = 0;
-  while (w < n && !in_wait_wrapper(stackwalk::pc_of(pcs[w]))) ++w;
+  // A stack that passes through two wrappers of hooks_wait.cc is a nested call.
+  while (w < n && !wrappers::in_wait(stackwalk::pc_of(pcs[w]))) ++w;
   if (w + 1 >= n) return;
   for (int i = w + 1; i < n; ++i)
-    if (in_wait_wrapper(stackwalk::pc_of(pcs[i]))) return;  // nested: the outer call holds this time
+    if (wrappers::in_wait(stackwalk::pc_of(pcs[i]))) return;  // nested: the outer call holds this time
   add(call, d, pcs + w + 1, uint32_t(n - w - 1));
 }
 

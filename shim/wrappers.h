@@ -15,4 +15,8 @@ uint64_t begin();
 uint64_t end();
 uint64_t alloc_begin();
 uint64_t alloc_end();
+inline bool in_alloc(uint64_t pc) { return pc >= alloc_begin() && pc < alloc_end(); }
+// The wait profile's wrappers of blocking calls (hooks_wait.cc), in a
+// section of their own (profshim_wait).
+bool in_wait(uint64_t pc);
 }  // namespace wrappers
