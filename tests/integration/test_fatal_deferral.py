@@ -10,11 +10,13 @@ after the signal was sent: every line carries CLOCK_MONOTONIC as it was
 just before its write. Without the shim the kernel ends every thread in
 kill() itself; with it, the thread the kernel chose must first get a CPU to
 run the shim's handler, and on a loaded machine the program's other threads
-run on meanwhile, for as long as the scheduler likes (21 ms seen beside
-busy loops). So a few lines after kill() returned (MAX_LATE) are the
-scheduler's, whenever they come; more are the shim's. (Deferring wherever
-the shim's code was: 17-1197 lines after the signal, up to 1.1 s; inside
-malloc, 3-152 lines.)
+run on meanwhile, for as long as the scheduler likes: 21 ms seen beside busy
+loops, 55 lines in 18 ms beside a CPU hog and a second test suite. Once the
+handler runs, every other thread stops at its next call into the shim, so a
+line that comes later than GRACE_MS after kill() is the shim's doing, not
+the scheduler's. The files are the sharper check: deferring wherever the
+shim's code was wrote no profile in most runs (and 17-1197 lines after the
+signal, up to 1.1 s); inside malloc, no profile in 3 of 3.
 """
 
 import os
@@ -26,15 +28,15 @@ from st_helpers import pprofs, prof_env, start
 
 RUNS = 10
 PLAIN_RUNS = 3
-MAX_LATE = 3
+GRACE_MS = 500
 
 
 def _late_lines(r, sent_ns):
-    """The lines stamped after sent_ns, with how long after."""
+    """The lines stamped more than GRACE_MS after sent_ns, with how long after."""
     late = []
     for l in r.stdout_text.splitlines():
         parts = l.split()
-        if len(parts) == 3 and parts[0] == "line" and int(parts[2]) > sent_ns:
+        if len(parts) == 3 and parts[0] == "line" and int(parts[2]) > sent_ns + GRACE_MS * 1000000:
             late.append("%s (+%.3f ms)" % (l, (int(parts[2]) - sent_ns) / 1e6))
     return late
 
@@ -54,7 +56,7 @@ def _shape(ctx, shape):
         plain, late = _one(ctx, shape, ctx.env(preload=False), ctx.mkdtemp("cwd"))
         check(plain.status.is_signal(signal.SIGTERM), "%s without the shim: %s, want SIGTERM\n%s" % (
             shape, plain.status, plain.describe()))
-        check(len(late) <= MAX_LATE, "%s without the shim: %d lines after the signal:\n%s" % (
+        check(not late, "%s without the shim: %d lines after the signal:\n%s" % (
             shape, len(late), indent("\n".join(late[:20]))))
     problems = []
     for i in range(RUNS):
@@ -68,9 +70,9 @@ def _shape(ctx, shape):
         if got != want:
             problems.append("run %d: profiles %s, want %s; stderr:\n%s" % (
                 i, got, want, indent("\n".join(r.stderr_lines[-5:]))))
-        if len(late) > MAX_LATE:
-            problems.append("run %d: %d lines after the signal (%d allowed):\n%s" % (
-                i, len(late), MAX_LATE, indent("\n".join(late[:10]))))
+        if late:
+            problems.append("run %d: %d lines more than %d ms after the signal:\n%s" % (
+                i, len(late), GRACE_MS, indent("\n".join(late[:10]))))
     check(not problems, "%s, %d runs under the shim:\n%s" % (shape, RUNS, indent("\n".join(problems))))
 
 

@@ -180,22 +180,35 @@ def test_no_thread_runs_on_after_a_crash(ctx):
     only every 2 ms). A commit already on its way when the fault came is
     allowed, as without the shim. Ten runs of each shape beside busy loops
     (two per core): a worker that sleeps between commits and one that spends
-    them inside malloc and free, where the freeze must decline."""
+    them inside malloc and free, where the freeze must decline.
+    The machine decides part of it: main may be preempted between its
+    "crash" line and the fault (without the shim too) or before its handler
+    reaches the freeze, for as long as the scheduler likes (4 commits once,
+    beside two test suites and a CPU hog). So each shape's ten runs may have
+    one commit a run on average more than the ten plain runs beside them
+    had in all, and no run more than 5: the freezer reaching the worker
+    late made 12 in every run."""
     with CpuHog():
         for shape in (["crash_commits"], ["crash_commits", "alloc"]):
+            seen = {"plain": 0, "shim": 0}
             for i in range(10):
                 plain, r, d = _both(ctx, ["sig_habits"] + shape)
                 what = "%s, run %d" % (" ".join(shape), i)
                 check(plain.status.is_signal(signal.SIGSEGV) and r.status.key() == plain.status.key(),
                       "%s: both must die of SIGSEGV: plain %s, shim %s\n%s" % (what, plain.status, r.status,
                                                                               r.describe()))
-                after = r.stdout_text.split("crash\n", 1)
-                check(len(after) == 2, "%s: no crash line\n%s" % (what, r.describe()))
-                commits = after[1].count("commit")
-                check(commits <= 1, "%s: %d commits after the crash under the shim\n%s" % (what, commits,
+                for key, run in (("plain", plain), ("shim", r)):
+                    after = run.stdout_text.split("crash\n", 1)
+                    check(len(after) == 2, "%s (%s): no crash line\n%s" % (what, key, run.describe()))
+                    seen[key] += after[1].count("commit")
+                commits = r.stdout_text.split("crash\n", 1)[1].count("commit")
+                check(commits <= 5, "%s: %d commits after the crash under the shim\n%s" % (what, commits,
                                                                                          r.describe()))
                 check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"],
                       "%s: PROFILE_DIR holds %s\n%s" % (what, pprofs(d), r.describe()))
+            check(seen["shim"] <= seen["plain"] + 10,
+                  "%s: %d commits after the crash in 10 runs under the shim, %d in 10 plain runs"
+                  % (" ".join(shape), seen["shim"], seen["plain"]))
 
 
 def test_sigterm_in_malloc_then_every_signal_blocked(ctx):
