@@ -53,9 +53,10 @@ $(BUILD)/shim/%.o: shim/%.cc $(wildcard shim/*.h) | $(BUILD)/.deps-ok
 
 # Debian's archive with its code moved into one named section, so the shim
 # knows the allocator's address range exactly (__start_/__stop_profshim_alloc)
-# and cuts heap stacks at the allocation call (docs/DESIGN.md). Its mallctl
-# and mallctlbymib are renamed: the program's calls reach the shim's filter
-# (shim/malloc_api.cc), while the shim and jemalloc itself call the originals.
+# and cuts heap stacks at the allocation call (docs/DESIGN.md). Its API is
+# renamed profshim_je_*: the program's calls reach the shim's functions,
+# which pass them to jemalloc only when the heap is profiled and to the next
+# allocator otherwise (shim/alloc_choice.h); the shim calls the originals.
 # jemalloc's C++ operators are left out: the shim's own (recover.cc) never
 # throw, and a failed allocation in the stop ends the stop, not the process.
 # Its count of pages held from the system (extent.c's static curpages, what
@@ -63,11 +64,13 @@ $(BUILD)/shim/%.o: shim/%.cc $(wildcard shim/*.h) | $(BUILD)/.deps-ok
 # a jemalloc without it fails the link. Its calls to open() go to the
 # shim's filter (heap_dump_maps.cc), which keeps the process's maps out of
 # heap dumps.
+JEMALLOC_API := malloc calloc realloc free posix_memalign aligned_alloc memalign valloc malloc_usable_size \
+                mallocx rallocx xallocx sallocx dallocx sdallocx nallocx mallctl mallctlnametomib mallctlbymib \
+                malloc_stats_print
 $(BUILD)/jemalloc_pic.a: $(LIBDIR)/libjemalloc_pic.a Makefile | $(BUILD)/.deps-ok
 	objcopy --rename-section .text=profshim_alloc --rename-section .text.unlikely=profshim_alloc \
 	        --rename-section .text.startup=profshim_alloc \
-	        --redefine-sym mallctl=profshim_je_mallctl \
-	        --redefine-sym mallctlbymib=profshim_je_mallctlbymib \
+	        $(foreach f,$(JEMALLOC_API),--redefine-sym $(f)=profshim_je_$(f)) \
 	        --redefine-sym curpages=profshim_je_curpages --globalize-symbol=profshim_je_curpages \
 	        --redefine-sym open=profshim_je_open $< $@.tmp
 	ar d $@.tmp jemalloc_cpp.pic.o
@@ -97,7 +100,7 @@ UNIT_BINS := $(patsubst tests/unit/%.cc,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
 # encoders, the writer, the parsers and the symbolizer (unload.o reaches the
 # sampler, the heap and recover only through weak references).
 CORE_OBJS := $(addprefix $(BUILD)/shim/,atomic_file.o config.o exp_log.o gzip.o heap_dump.o identity.o pb.o pprof.o \
-               procmaps.o summary.o sys.o unload.o unnamed.o) $(filter $(BUILD)/shim/symbolize%,$(SHIM_OBJS))
+               procmaps.o real.o summary.o sys.o unload.o unnamed.o) $(filter $(BUILD)/shim/symbolize%,$(SHIM_OBJS))
 
 $(BUILD)/tests/unit/%: tests/unit/%.cc $(CORE_OBJS) $(wildcard tests/unit/*.h) $(wildcard tests/fixtures/*.h) | $(BUILD)/.deps-ok
 	@mkdir -p $(dir $@)
@@ -115,6 +118,11 @@ $(BUILD)/workloads/%: tests/workloads/%.c | $(BUILD)/.deps-ok
 $(BUILD)/workloads/je_%: tests/workloads/je_%.c | $(BUILD)/.deps-ok
 	@mkdir -p $(dir $@)
 	$(CC) -O1 -g -fno-omit-frame-pointer -fno-inline -pthread -o $@ $< -ljemalloc -ldl
+
+# tc_*: programs linked with gperftools' tcmalloc.
+$(BUILD)/workloads/tc_%: tests/workloads/tc_%.c | $(BUILD)/.deps-ok
+	@mkdir -p $(dir $@)
+	$(CC) -O1 -g -fno-omit-frame-pointer -fno-inline -pthread -o $@ $< -ltcmalloc
 
 $(BUILD)/workloads/%: tests/workloads/%.cc | $(BUILD)/.deps-ok
 	@mkdir -p $(dir $@)

@@ -1,36 +1,170 @@
-// allocator: the parts of malloc's interface that the shim serves beyond
-// what jemalloc exports itself, and the options jemalloc boots with.
-// jemalloc (libjemalloc_pic.a, linked whole) provides malloc, calloc,
-// realloc, free, posix_memalign, aligned_alloc, memalign, valloc and
-// malloc_usable_size; C++ new/delete reach them through libstdc++.
+// allocator: the malloc family the program calls, each passed to the
+// allocator chosen for this image (alloc_choice.h), and the options the
+// shim's jemalloc boots with. jemalloc's own malloc, free and the rest are
+// renamed profshim_je_* in the build's copy of Debian's archive (Makefile),
+// so nothing reaches them but these functions and the shim.
+// When the next allocator serves, each function makes a real call, not a
+// jump: its frame, in the allocator's section (wrappers.h), is how a stop
+// knows that a thread it interrupted is inside malloc and holds its locks.
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
-#include <malloc.h>
 
+#include "alloc_choice.h"
+#include "jemalloc_raw.h"
 #include "wrappers.h"
 
 #define EXPORT extern "C" __attribute__((visibility("default"))) PROFSHIM_ALLOC
+// The call above returns here before the function does.
+#define KEEP_FRAME(r) __asm__ volatile("" : "+r"(r))
+#define KEEP_FRAME_VOID() __asm__ volatile("" ::: "memory")
 
-// jemalloc reads these before any constructor of ours runs (at its first
-// malloc). conf_2_conf_harder is applied after MALLOC_CONF, so a program's
-// MALLOC_CONF=prof:false, meant for another jemalloc, cannot switch our heap
-// profile off. Sampling starts inactive: what is allocated before our
-// constructor is the loader's, other libraries' and the shim's own static
-// initialisers' (its libstdc++'s emergency pool), not the program's; setup
-// switches it on. The program's own static initialisers run after it.
-//
+// jemalloc reads these at its first malloc, which is this image's first
+// only when the heap is profiled. conf_2_conf_harder is applied after
+// MALLOC_CONF, so a program's MALLOC_CONF=prof:false, meant for another
+// jemalloc, cannot switch our heap profile off. Sampling starts inactive:
+// what is allocated before our constructor is the loader's, other
+// libraries' and the shim's own static initialisers' (its libstdc++'s
+// emergency pool), not the program's; setup switches it on. The program's
+// own static initialisers run after it.
 extern "C" {
 __attribute__((visibility("hidden"))) const char* malloc_conf = "prof_active:false,lg_prof_sample:19";
 __attribute__((visibility("hidden"))) const char* malloc_conf_2_conf_harder =
     "prof:true,prof_accum:true,prof_final:false,prof_leak:false,prof_gdump:false,lg_prof_interval:-1";
 }
 
-// glibc's own reallocarray and pvalloc would reach glibc's allocator with a
-// jemalloc pointer; they must be ours too.
+using alloc_choice::kJemalloc;
+using alloc_choice::kNext;
+using alloc_choice::mode;
+using alloc_choice::next;
+
+namespace {
+
+// While the choice is being made: the bootstrap arena.
+void* boot_realloc(void* p, size_t n) {
+  void* q = alloc_choice::bootstrap_alloc(n, 16);
+  if (q && p) {
+    size_t old = alloc_choice::bootstrap_size(p);
+    memcpy(q, p, old < n ? old : n);
+  }
+  return q;
+}
+
+// A block from the bootstrap arena, moved to the chosen allocator.
+PROFSHIM_ALLOC void* move_out(void* p, size_t n) {
+  void* q = mode() == kJemalloc ? profshim_je_malloc(n) : next().malloc(n);
+  if (q) {
+    size_t old = alloc_choice::bootstrap_size(p);
+    memcpy(q, p, old < n ? old : n);
+  }
+  return q;
+}
+
+size_t page_size() {
+  static size_t page;
+  if (!page) page = size_t(sysconf(_SC_PAGESIZE));
+  return page;
+}
+
+}  // namespace
+
+EXPORT void* malloc(size_t n) {
+  switch (mode()) {
+    case kJemalloc: return profshim_je_malloc(n);
+    case kNext: { void* r = next().malloc(n); KEEP_FRAME(r); return r; }
+    default: return alloc_choice::bootstrap_alloc(n, 16);
+  }
+}
+
+EXPORT void* calloc(size_t a, size_t b) {
+  switch (mode()) {
+    case kJemalloc: return profshim_je_calloc(a, b);
+    case kNext: { void* r = next().calloc(a, b); KEEP_FRAME(r); return r; }
+    default: {
+      size_t n;
+      if (__builtin_mul_overflow(a, b, &n)) return nullptr;
+      return alloc_choice::bootstrap_alloc(n, 16);  // static memory, zero
+    }
+  }
+}
+
+EXPORT void* realloc(void* p, size_t n) {
+  if (alloc_choice::is_bootstrap(p)) return mode() == alloc_choice::kUndecided ? boot_realloc(p, n) : move_out(p, n);
+  switch (mode()) {
+    case kJemalloc: return profshim_je_realloc(p, n);
+    case kNext: { void* r = next().realloc(p, n); KEEP_FRAME(r); return r; }
+    default: return boot_realloc(p, n);
+  }
+}
+
+EXPORT void free(void* p) {
+  if (alloc_choice::is_bootstrap(p)) return;
+  switch (mode()) {
+    case kJemalloc: profshim_je_free(p); return;
+    case kNext: next().free(p); KEEP_FRAME_VOID(); return;
+    default: return;  // only bootstrap blocks exist yet
+  }
+}
+
+EXPORT int posix_memalign(void** out, size_t align, size_t n) {
+  switch (mode()) {
+    case kJemalloc: return profshim_je_posix_memalign(out, align, n);
+    case kNext: { int r = next().posix_memalign(out, align, n); KEEP_FRAME(r); return r; }
+    default:
+      if (align < sizeof(void*) || (align & (align - 1))) return EINVAL;
+      return (*out = alloc_choice::bootstrap_alloc(n, align)) ? 0 : ENOMEM;
+  }
+}
+
+EXPORT void* aligned_alloc(size_t align, size_t n) {
+  switch (mode()) {
+    case kJemalloc: return profshim_je_aligned_alloc(align, n);
+    case kNext: { void* r = next().aligned_alloc(align, n); KEEP_FRAME(r); return r; }
+    default: return alloc_choice::bootstrap_alloc(n, align);
+  }
+}
+
+EXPORT void* memalign(size_t align, size_t n) {
+  switch (mode()) {
+    case kJemalloc: return profshim_je_memalign(align, n);
+    case kNext: { void* r = next().memalign(align, n); KEEP_FRAME(r); return r; }
+    default: return alloc_choice::bootstrap_alloc(n, align);
+  }
+}
+
+EXPORT void* valloc(size_t n) {
+  switch (mode()) {
+    case kJemalloc: return profshim_je_valloc(n);
+    case kNext: { void* r = next().valloc(n); KEEP_FRAME(r); return r; }
+    default: return alloc_choice::bootstrap_alloc(n, page_size());
+  }
+}
+
+EXPORT size_t malloc_usable_size(void* p) {
+  if (alloc_choice::is_bootstrap(p)) return alloc_choice::bootstrap_size(p);
+  switch (mode()) {
+    case kJemalloc: return profshim_je_malloc_usable_size(p);
+    case kNext: { size_t r = next().malloc_usable_size(p); KEEP_FRAME(r); return r; }
+    default: return 0;
+  }
+}
+
+// jemalloc has no pvalloc and reallocarray; glibc's own would reach glibc's
+// heap with a jemalloc pointer.
+EXPORT void* pvalloc(size_t n) {
+  if (mode() == kNext && next().pvalloc) { void* r = next().pvalloc(n); KEEP_FRAME(r); return r; }
+  size_t rounded = (n + page_size() - 1) & ~(page_size() - 1);
+  if (rounded < n) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  return memalign(page_size(), rounded ? rounded : page_size());
+}
+
 EXPORT void* reallocarray(void* p, size_t n, size_t size) {
+  if (mode() == kNext && next().reallocarray) { void* r = next().reallocarray(p, n, size); KEEP_FRAME(r); return r; }
   size_t bytes;
   if (__builtin_mul_overflow(n, size, &bytes)) {
     errno = ENOMEM;
@@ -39,23 +173,38 @@ EXPORT void* reallocarray(void* p, size_t n, size_t size) {
   return realloc(p, bytes);
 }
 
-EXPORT void* pvalloc(size_t size) {
-  size_t page = size_t(sysconf(_SC_PAGESIZE));
-  size_t rounded = (size + page - 1) & ~(page - 1);
-  if (rounded < size) {
-    errno = ENOMEM;
-    return nullptr;
-  }
-  return memalign(page, rounded ? rounded : page);
+// Old code calls the __libc_ names directly: with jemalloc serving they
+// must not reach glibc's heap with its pointers; otherwise they are the
+// next definition's, as without the shim.
+EXPORT void* __libc_malloc(size_t n) {
+  if (mode() == kNext) { void* r = next().libc_malloc(n); KEEP_FRAME(r); return r; }
+  return malloc(n);
 }
-
-// Old code calls the __libc_ names directly; they must not reach glibc's
-// heap with our pointers.
-EXPORT void* __libc_malloc(size_t n) { return malloc(n); }
-EXPORT void* __libc_calloc(size_t n, size_t s) { return calloc(n, s); }
-EXPORT void* __libc_realloc(void* p, size_t n) { return realloc(p, n); }
-EXPORT void __libc_free(void* p) { free(p); }
-EXPORT void* __libc_memalign(size_t a, size_t n) { return memalign(a, n); }
-EXPORT void* __libc_valloc(size_t n) { return valloc(n); }
-EXPORT void* __libc_pvalloc(size_t n) { return pvalloc(n); }
-EXPORT void cfree(void* p) { free(p); }
+EXPORT void* __libc_calloc(size_t n, size_t s) {
+  if (mode() == kNext) { void* r = next().libc_calloc(n, s); KEEP_FRAME(r); return r; }
+  return calloc(n, s);
+}
+EXPORT void* __libc_realloc(void* p, size_t n) {
+  if (mode() == kNext && !alloc_choice::is_bootstrap(p)) { void* r = next().libc_realloc(p, n); KEEP_FRAME(r); return r; }
+  return realloc(p, n);
+}
+EXPORT void __libc_free(void* p) {
+  if (mode() == kNext && !alloc_choice::is_bootstrap(p)) { next().libc_free(p); KEEP_FRAME_VOID(); return; }
+  free(p);
+}
+EXPORT void* __libc_memalign(size_t a, size_t n) {
+  if (mode() == kNext) { void* r = next().libc_memalign(a, n); KEEP_FRAME(r); return r; }
+  return memalign(a, n);
+}
+EXPORT void* __libc_valloc(size_t n) {
+  if (mode() == kNext) { void* r = next().libc_valloc(n); KEEP_FRAME(r); return r; }
+  return valloc(n);
+}
+EXPORT void* __libc_pvalloc(size_t n) {
+  if (mode() == kNext && next().libc_pvalloc) { void* r = next().libc_pvalloc(n); KEEP_FRAME(r); return r; }
+  return pvalloc(n);
+}
+EXPORT void cfree(void* p) {
+  if (mode() == kNext && !alloc_choice::is_bootstrap(p)) { next().cfree(p); KEEP_FRAME_VOID(); return; }
+  free(p);
+}

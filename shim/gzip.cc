@@ -1,6 +1,7 @@
 // gzip: wraps a byte buffer in one gzip member with zlib (see gzip.h).
 // Not signal-safe: zlib and std::string allocate.
 #include "gzip.h"
+#include "real.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -76,7 +77,7 @@ bool load(std::string* err) {
   // in and exports it: its deflateReset on our libz's state crashed the
   // stop). zlib allocates only through zalloc/zfree, set to the shim's
   // malloc in compress, so deep binding never reaches libc's malloc.
-  void* h = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+  void* h = real::dlopen()("libz.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
   if (!h) {
     if (err) *err = std::string("cannot load libz.so.1 (Debian package zlib1g): ") + dlerror();
     return false;

@@ -12,6 +12,7 @@
 
 #include <atomic>
 
+#include "alloc_choice.h"
 #include "jemalloc_raw.h"
 #include "malloc_api.h"
 
@@ -24,6 +25,11 @@ int mallctl(const char* name, void* oldp, size_t* oldlenp, void* newp, size_t ne
 }  // namespace
 
 bool available(std::string* err) {
+  if (!alloc_choice::jemalloc()) {
+    *err = "the heap profile needs the shim's jemalloc, and this image's allocator was chosen without it "
+           "(its environment was unreadable at its first malloc)";
+    return false;
+  }
   bool prof = false;
   size_t sz = sizeof prof;
   if (mallctl("opt.prof", &prof, &sz, nullptr, 0) != 0 || !prof) {
@@ -77,11 +83,16 @@ bool start(unsigned lg_sample, std::string* err) {
 
 bool started() { return g_started; }
 
-void set_active(bool on) { mallctl("prof.active", nullptr, nullptr, &on, sizeof on); }
+// Each of these touches jemalloc only where it serves: a call would boot
+// it in an image that never allocates from it.
+void set_active(bool on) {
+  if (alloc_choice::jemalloc()) mallctl("prof.active", nullptr, nullptr, &on, sizeof on);
+}
 
 void set_thread_active(bool on) { swap_thread_active(on); }
 
 bool swap_thread_active(bool on) {
+  if (!alloc_choice::jemalloc()) return false;
   bool was = false;
   size_t sz = sizeof was;
   mallctl("thread.prof.active", &was, &sz, &on, sizeof on);
@@ -89,6 +100,7 @@ bool swap_thread_active(bool on) {
 }
 
 void share_main_arena() {
+  if (!alloc_choice::jemalloc()) return;
   // "thread.arena", resolved once to its MIB (a name lookup costs more than
   // the move); racing threads resolve it to the same values.
   static size_t mib[2];
@@ -96,7 +108,7 @@ void share_main_arena() {
   size_t n = miblen.load(std::memory_order_acquire);
   if (n == 0) {
     size_t tmp[2], len = 2;
-    if (mallctlnametomib("thread.arena", tmp, &len) != 0 || len > 2) return;
+    if (profshim_je_mallctlnametomib("thread.arena", tmp, &len) != 0 || len > 2) return;
     memcpy(mib, tmp, sizeof tmp);
     miblen.store(len, std::memory_order_release);
     n = len;
@@ -107,6 +119,7 @@ void share_main_arena() {
 }
 
 void use_private_arena() {
+  if (!alloc_choice::jemalloc()) return;
   unsigned idx = 0;
   size_t sz = sizeof idx;
   if (mallctl("arenas.create", &idx, &sz, nullptr, 0) == 0)
@@ -145,6 +158,7 @@ bool dump(std::string* text, std::string* err) {
 }
 
 uint64_t allocated() {
+  if (!alloc_choice::jemalloc()) return 0;
   jemalloc_raw::refresh();
   return jemalloc_raw::stat("stats.allocated");
 }

@@ -19,6 +19,7 @@
 #include <atomic>
 #include <string>
 
+#include "alloc_choice.h"
 #include "errline.h"
 #include "heap.h"
 #include "image.h"
@@ -343,11 +344,17 @@ EXPORT int execle(const char* path, const char* arg, ...) noexcept {
 
 // --- threads ---------------------------------------------------------------
 
-// Every thread goes through thread_start, inert or not: a thread alone
-// shares the main thread's allocator arena (heap.h). Profiling adds its
-// timer, its view of the masks and its end.
+// A thread goes through thread_start when the image is profiled (its
+// timer, its view of the masks, its end) or the shim's jemalloc serves it
+// (a thread alone shares the main thread's arena, heap.h). Otherwise only
+// the room the shim's thread-local storage takes from a small stack is
+// given back.
 EXPORT int pthread_create(pthread_t* t, const pthread_attr_t* attr, void* (*fn)(void*), void* arg) {
   bool profiled = lifecycle::active();
+  if (!profiled && !alloc_choice::jemalloc()) {
+    pthread_attr_t roomier;
+    return real::pthread_create()(t, stackwalk::with_room(attr, &roomier, false), fn, arg);
+  }
   bool was = profiled && heap::swap_thread_active(false);  // the shim's block, not the program's
   Start* s = static_cast<Start*>(malloc(sizeof(Start)));
   if (profiled) heap::set_thread_active(was);

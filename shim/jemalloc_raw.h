@@ -1,7 +1,9 @@
-// jemalloc_raw: jemalloc's own mallctl entry points, renamed in the build's
-// copy of Debian's archive (Makefile). The exported mallctl and mallctlbymib
-// are the shim's filter for the program (malloc_api.cc); the shim itself
-// must never go through that filter, so it calls these.
+// jemalloc_raw: jemalloc's own entry points, renamed profshim_je_* in the
+// build's copy of Debian's archive (Makefile). The exported names are the
+// shim's: they pass each call to the allocator chosen for the image
+// (allocator.cc, malloc_api.cc), and the exported mallctl and mallctlbymib
+// filter the program's writes to the profile's switches; the shim itself
+// never goes through that filter, so it calls these.
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
@@ -10,7 +12,24 @@ extern "C" {
 int profshim_je_mallctl(const char* name, void* oldp, size_t* oldlenp, void* newp, size_t newlen);
 int profshim_je_mallctlbymib(const size_t* mib, size_t miblen, void* oldp, size_t* oldlenp, void* newp,
                              size_t newlen);
-int mallctlnametomib(const char* name, size_t* mibp, size_t* miblenp);
+int profshim_je_mallctlnametomib(const char* name, size_t* mibp, size_t* miblenp);
+void* profshim_je_malloc(size_t);
+void* profshim_je_calloc(size_t, size_t);
+void* profshim_je_realloc(void*, size_t);
+void profshim_je_free(void*);
+int profshim_je_posix_memalign(void**, size_t, size_t);
+void* profshim_je_aligned_alloc(size_t, size_t);
+void* profshim_je_memalign(size_t, size_t);
+void* profshim_je_valloc(size_t);
+size_t profshim_je_malloc_usable_size(void*);
+void* profshim_je_mallocx(size_t, int);
+void* profshim_je_rallocx(void*, size_t, int);
+size_t profshim_je_xallocx(void*, size_t, size_t, int);
+size_t profshim_je_sallocx(const void*, int);
+void profshim_je_dallocx(void*, int);
+void profshim_je_sdallocx(void*, size_t, int);
+size_t profshim_je_nallocx(size_t, int);
+void profshim_je_malloc_stats_print(void (*)(void*, const char*), void*, const char*);
 }
 
 namespace jemalloc_raw {

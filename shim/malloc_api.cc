@@ -1,9 +1,6 @@
 // malloc_api: the program's mallctl filter and the check of the program's
-// own libjemalloc; see malloc_api.h. mallocx, rallocx, xallocx, sallocx,
-// dallocx, sdallocx, nallocx, mallctlnametomib and malloc_stats_print are
-// jemalloc's own, exported unchanged (exports.map): a program linked with
-// -ljemalloc binds them to the shim first, so one jemalloc serves both its
-// malloc and its mallocx, and a pointer from one may be freed by the other.
+// own libjemalloc; see malloc_api.h. When the heap is not profiled the
+// next definition serves mallctl as every other call (malloc_jemalloc.cc).
 #include "malloc_api.h"
 
 #include <dlfcn.h>
@@ -14,7 +11,9 @@
 
 #include <atomic>
 
+#include "alloc_choice.h"
 #include "jemalloc_raw.h"
+#include "real.h"
 
 #define EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -74,12 +73,12 @@ unsigned major_of(const char* version) {
 
 void claim_profiling() {
   size_t mib[4], len = 4;
-  if (mallctlnametomib("prof.active", mib, &len) == 0) g_prof_mib = mib[0];
+  if (profshim_je_mallctlnametomib("prof.active", mib, &len) == 0) g_prof_mib = mib[0];
   len = 3;
-  if (mallctlnametomib("thread.prof.active", g_thread_prof_active_mib, &len) != 0)
+  if (profshim_je_mallctlnametomib("thread.prof.active", g_thread_prof_active_mib, &len) != 0)
     memset(g_thread_prof_active_mib, 0xff, sizeof g_thread_prof_active_mib);
   len = 3;
-  if (mallctlnametomib("experimental.hooks.prof_backtrace", g_backtrace_hook_mib, &len) != 0)
+  if (profshim_je_mallctlnametomib("experimental.hooks.prof_backtrace", g_backtrace_hook_mib, &len) != 0)
     memset(g_backtrace_hook_mib, 0xff, sizeof g_backtrace_hook_mib);
   g_claimed.store(true, std::memory_order_release);
 }
@@ -88,7 +87,7 @@ bool program_jemalloc_compatible(std::string* err) {
   Found found{};
   if (!dl_iterate_phdr(find_program_jemalloc, &found)) return true;
   // The handle's own mallctl, not the shim's that the program binds to.
-  void* h = dlopen(found.path, RTLD_LAZY | RTLD_NOLOAD);
+  void* h = real::dlopen()(found.path, RTLD_LAZY | RTLD_NOLOAD);
   if (!h) return true;
   using Ctl = int (*)(const char*, void*, size_t*, void*, size_t);
   Ctl theirs = reinterpret_cast<Ctl>(dlsym(h, "mallctl"));
@@ -116,6 +115,10 @@ bool program_jemalloc_compatible(std::string* err) {
 
 EXPORT int mallctl(const char* name, void* oldp, size_t* oldlenp, void* newp, size_t newlen) {
   using namespace malloc_api;
+  if (alloc_choice::mode() != alloc_choice::kJemalloc) {
+    auto f = alloc_choice::next().mallctl;
+    return f ? f(name, oldp, oldlenp, newp, newlen) : ENOENT;
+  }
   if (claimed() && !pure_read(oldp, oldlenp, newp, newlen) && protected_name(name)) return EPERM;
   return profshim_je_mallctl(name, oldp, oldlenp, newp, newlen);
 }
@@ -123,6 +126,10 @@ EXPORT int mallctl(const char* name, void* oldp, size_t* oldlenp, void* newp, si
 EXPORT int mallctlbymib(const size_t* mib, size_t miblen, void* oldp, size_t* oldlenp, void* newp,
                         size_t newlen) {
   using namespace malloc_api;
+  if (alloc_choice::mode() != alloc_choice::kJemalloc) {
+    auto f = alloc_choice::next().mallctlbymib;
+    return f ? f(mib, miblen, oldp, oldlenp, newp, newlen) : ENOENT;
+  }
   if (claimed() && !pure_read(oldp, oldlenp, newp, newlen) && protected_mib(mib, miblen)) return EPERM;
   return profshim_je_mallctlbymib(mib, miblen, oldp, oldlenp, newp, newlen);
 }

@@ -1,7 +1,8 @@
 // malloc_glibc: glibc's malloc introspection (mallinfo, mallinfo2,
-// malloc_trim, malloc_stats, malloc_info) answered by the jemalloc that
-// serves the program's malloc: glibc's own would describe its heap, which
-// nothing allocates from. Each field keeps the meaning glibc's manual gives
+// malloc_trim, malloc_stats, malloc_info). When the next allocator serves
+// the image (alloc_choice.h) each is the next definition's, unchanged.
+// When jemalloc serves, each is answered by it: glibc's own would describe
+// its heap, which nothing allocates from. Each field keeps the meaning glibc's manual gives
 // it; docs/ALLOCATOR.md maps them. mallopt is not ours: glibc's answers
 // every option as it would (jemalloc has no run-time equivalent of any).
 #include <errno.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "alloc_choice.h"
 #include "jemalloc_raw.h"
 
 #define EXPORT extern "C" __attribute__((visibility("default")))
@@ -97,12 +99,32 @@ void each_arena(Each each) {
   }
 }
 
+// The next allocator's function of that type, if it serves and has one.
+template <typename F>
+F theirs(void* fn) {
+  return alloc_choice::mode() != alloc_choice::kJemalloc ? reinterpret_cast<F>(fn) : nullptr;
+}
+
 }  // namespace
 
-EXPORT struct mallinfo2 mallinfo2(void) { return info(); }
+EXPORT struct mallinfo2 mallinfo2(void) {
+  if (alloc_choice::mode() != alloc_choice::kJemalloc) {
+    // A glibc older than 2.33 has no mallinfo2: zeros, as a reader of it
+    // on such a system would get from nothing.
+    auto f = theirs<struct mallinfo2 (*)(void)>(alloc_choice::next().mallinfo2);
+    struct mallinfo2 zero = {};
+    return f ? f() : zero;
+  }
+  return info();
+}
 
 // glibc truncates to int here too: that is why mallinfo2 exists.
 EXPORT struct mallinfo mallinfo(void) {
+  if (alloc_choice::mode() != alloc_choice::kJemalloc) {
+    auto f = theirs<struct mallinfo (*)(void)>(alloc_choice::next().mallinfo);
+    struct mallinfo zero = {};
+    return f ? f() : zero;
+  }
   struct mallinfo2 m2 = info();
   struct mallinfo m;
   m.arena = int(m2.arena);
@@ -122,6 +144,10 @@ EXPORT struct mallinfo mallinfo(void) {
 // keep at the top of the heap) has no meaning for extents; the calling
 // thread's cache is flushed first so its cached blocks can be purged too.
 EXPORT int malloc_trim(size_t pad) {
+  if (alloc_choice::mode() != alloc_choice::kJemalloc) {
+    auto f = alloc_choice::next().malloc_trim;
+    return f ? f(pad) : 0;
+  }
   jemalloc_raw::ctl("thread.tcache.flush", nullptr, nullptr, nullptr, 0);
   jemalloc_raw::refresh();
   size_t before = purgeable_bytes();
@@ -133,6 +159,10 @@ EXPORT int malloc_trim(size_t pad) {
 
 // glibc's layout, on stderr as glibc's; one "Arena" per jemalloc arena.
 EXPORT void malloc_stats(void) {
+  if (alloc_choice::mode() != alloc_choice::kJemalloc) {
+    if (auto f = alloc_choice::next().malloc_stats) f();
+    return;
+  }
   jemalloc_raw::refresh();
   each_arena([](unsigned i, unsigned nr) {
     fprintf(stderr, "Arena %u:\n", nr);
@@ -151,6 +181,10 @@ EXPORT void malloc_stats(void) {
 // the free regions of each small size class. jemalloc keeps no high-water
 // mark of its mappings, so "max" is the current figure.
 EXPORT int malloc_info(int options, FILE* fp) {
+  if (alloc_choice::mode() != alloc_choice::kJemalloc) {
+    auto f = alloc_choice::next().malloc_info;
+    return f ? f(options, fp) : EINVAL;
+  }
   if (options != 0) return EINVAL;
   jemalloc_raw::refresh();
   fprintf(fp, "<malloc version=\"1\">\n");

@@ -7,6 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <malloc.h>
+
+#include "alloc_choice.h"
 #include "image.h"
 #include "jemalloc_raw.h"
 #include "sys.h"
@@ -39,9 +42,19 @@ bool used() { return g_used; }
 
 std::string append(const std::string& dir, const std::string& stem, const Row& row) {
   std::string path = dir + "/" + stem + ".mem.tsv";
-  // The allocator's own view, as of now (a new statistics epoch).
-  jemalloc_raw::refresh();
-  uint64_t allocated = jemalloc_raw::stat("stats.allocated"), mapped = jemalloc_raw::stat("stats.mapped");
+  // The allocator's own view, as of now: jemalloc's (a new statistics
+  // epoch), or the next allocator's through glibc's mallinfo2, where big
+  // blocks mapped on their own count apart (hblkhd).
+  uint64_t allocated = 0, mapped = 0;
+  if (alloc_choice::jemalloc()) {
+    jemalloc_raw::refresh();
+    allocated = jemalloc_raw::stat("stats.allocated");
+    mapped = jemalloc_raw::stat("stats.mapped");
+  } else {
+    struct mallinfo2 mi = mallinfo2();
+    allocated = mi.uordblks + mi.hblkhd;
+    mapped = mi.arena + mi.hblkhd;
+  }
   uint64_t now_real = sys::now_ns(CLOCK_REALTIME), now_mono = sys::now_ns(CLOCK_MONOTONIC);
   int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
   bool fresh = !g_used && !image::written_this_session(path);

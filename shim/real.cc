@@ -82,6 +82,7 @@ REAL(execvpe, Execvpe, "execvpe", true)
 REAL(fexecve, Fexecve, "fexecve", true)
 REAL(execveat, Execveat, "execveat", false)
 REAL(dlclose, Dlclose, "dlclose", true)
+REAL(dlopen, Dlopen, "dlopen", true)
 REAL(error, Error, "error", true)
 
 REAL(pthread_mutex_lock, MutexLock, "pthread_mutex_lock", true)
@@ -143,7 +144,7 @@ void resolve_all() {
   sigprocmask(), pthread_sigmask(), sigwait(), sigwaitinfo(), sigtimedwait();
   sigsuspend(), ppoll(), pselect(), epoll_pwait();
   close(), dup2(), dup3(), close_range(), closefrom(), setsid(), daemon(), assert_fail(), fclose(), freopen(), freopen64();
-  execve(), execvpe(), fexecve(), execveat(), dlclose(), error();
+  execve(), execvpe(), fexecve(), execveat(), dlclose(), dlopen(), error();
   pthread_mutex_lock(), pthread_mutex_timedlock(), pthread_rwlock_rdlock(), pthread_rwlock_wrlock();
   pthread_cond_wait(), pthread_cond_timedwait(), pthread_cond_clockwait(), sem_wait(), sem_timedwait();
   pthread_join(), read(), read_chk(), write(), pread(), pread64(), pread_chk(), pread64_chk(), pwrite();

@@ -45,6 +45,7 @@ using Execvpe = int (*)(const char*, char* const[], char* const[]);
 using Fexecve = int (*)(int, char* const[], char* const[]);
 using Execveat = int (*)(int, const char*, char* const[], char* const[], int);
 using Dlclose = int (*)(void*);
+using Dlopen = void* (*)(const char*, int);
 using Error = void (*)(int, int, const char*, ...);
 
 // The blocking calls the wait profile times (hooks_wait.cc).
@@ -136,6 +137,7 @@ Execvpe execvpe();
 Fexecve fexecve();
 Execveat execveat();  // may be null on an old libc
 Dlclose dlclose();
+Dlopen dlopen();
 Error error();
 
 MutexLock pthread_mutex_lock();

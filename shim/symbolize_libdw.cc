@@ -7,6 +7,7 @@
 #include <atomic>
 #include <string>
 
+#include "real.h"
 #include "symbolize.h"
 #include "stackwalk.h"
 #include "symbolize_internal.h"
@@ -37,7 +38,7 @@ bool load_libdw(std::string* err) {
     struct timespec ms = {0, 1000000};
     nanosleep(&ms, nullptr);
   }
-  void* h = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
+  void* h = real::dlopen()("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     if (err) *err = std::string("cannot load libdw.so.1 (Debian package libdw1): ") + dlerror();
     internal::g_dw_state.store(0);

@@ -1,8 +1,9 @@
-"""glibc's malloc introspection under the shim (issue 15): mallinfo,
-mallinfo2, malloc_stats and malloc_info describe the jemalloc heap that
-serves the program, malloc_trim gives its free pages back, and mallopt
-answers as glibc's does. Each compared with the same program without the
-shim, where glibc's heap serves it. Workload: tests/workloads/glibc_introspect.c.
+"""glibc's malloc introspection under the shim (docs/ALLOCATOR.md). While
+the heap is profiled mallinfo, mallinfo2, malloc_stats and malloc_info
+describe the jemalloc heap that serves the program, malloc_trim gives its
+free pages back, and mallopt answers as glibc's does. Inert and with the
+heap off they are glibc's own, about glibc's heap. Each compared with the
+same program without the shim. Workload: tests/workloads/glibc_introspect.c.
 """
 
 import os
@@ -55,11 +56,34 @@ def _shape(root):
 
 
 def _runs(ctx):
+    """The plain run, and the run where the shim's jemalloc serves."""
     plain = ctx.run_plain(["glibc_introspect"])
     check(plain.rc == 0, "glibc_introspect fails without the shim:\n%s" % plain.describe())
-    inert = ctx.run(["glibc_introspect"])
     active, _ = ctx.profile(["glibc_introspect"])
-    return plain, {"inert": inert, "active": active}
+    return plain, {"heap profiled": active}
+
+
+def test_inert_and_heap_off_answer_about_glibcs_heap(ctx):
+    """Inert and with PROFILE_HEAP_SAMPLE=0 glibc's malloc serves, and its
+    introspection is its own: the held bytes are uordblks + hblkhd (glibc
+    counts its separately mapped blocks apart; jemalloc's answer has
+    hblkhd 0), malloc_trim and mallopt return what they return without the
+    shim."""
+    plain = ctx.run_plain(["glibc_introspect"])
+    check(plain.rc == 0, "glibc_introspect fails without the shim:\n%s" % plain.describe())
+    held = _num(plain, "held", "bytes")
+    runs = {"inert": ctx.run(["glibc_introspect"]),
+            "heap off": ctx.profile(["glibc_introspect"], PROFILE_HEAP_SAMPLE=0)[0]}
+    for mode, r in runs.items():
+        check(r.rc == 0, "%s: exit status %s\n%s" % (mode, r.status_text(), r.describe()))
+        m = _fields(r, "mallinfo2")
+        check(int(m["hblkhd"]) > 0 and within(int(m["uordblks"]) + int(m["hblkhd"]), held, 0.10),
+              "%s: mallinfo2 uordblks+hblkhd %s+%s vs held %d: not glibc's heap\n%s"
+              % (mode, m["uordblks"], m["hblkhd"], held, r.describe()))
+        check(_fields(r, "mallopt") == _fields(plain, "mallopt"),
+              "%s: mallopt returns %s, without the shim %s" % (mode, _fields(r, "mallopt"), _fields(plain, "mallopt")))
+        check(_fields(r, "trim")["rc"] == _fields(plain, "trim")["rc"],
+              "%s: malloc_trim returned %s, without the shim %s" % (mode, _fields(r, "trim"), _fields(plain, "trim")))
 
 
 def test_mallinfo_and_stats_describe_the_heap_in_use(ctx):

@@ -75,7 +75,7 @@ def test_make_deb_layout_dependencies_and_a_run_from_it(ctx):
     check(fields.get("Suggests") == "golang-go, graphviz", "Suggests golang-go, graphviz:\n%s" % indent(info))
     # Every library the shim dlopen()s by name, and what it links, is a
     # package it depends on, and each is satisfied on this machine.
-    sonames = set(re.findall(r'dlopen\("(lib[^"]+)"', "".join(
+    sonames = set(re.findall(r'dlopen(?:\(\))?\("(lib[^"]+)"', "".join(
         open(f).read() for f in glob.glob(os.path.join(REPO, "shim", "*.cc")))))
     check({"libdw.so.1", "libz.so.1"} <= sonames, "dlopen()ed libraries found in shim/: %s" % sonames)
     needed = ["libc.so.6"] + sorted(sonames)

@@ -115,3 +115,28 @@ def test_beam_with_spinning_processes(ctx):
         check(any("beam.smp" in c for c in prof.comments) and prof.total("cpu") > 0,
               "%s: run.cpu.pprof is not beam.smp's, or holds no CPU: %s\n%s" % (
                   what, prof.comments, prof.cum_table("cpu")))
+
+
+def test_php_with_its_extensions(ctx):
+    """php-cli opens its extensions (pdo, sockets...) with RTLD_DEEPBIND,
+    so their malloc and free bind to glibc's ahead of any preload. A script
+    that builds 200,000 strings in an array runs inert, with the heap
+    profile off and with it on, each as without the shim; profiled, the
+    CPU and heap profiles are php's and hold its allocations."""
+    php = shutil.which("php")
+    if not php:
+        raise Skip("php not found: scripts/install-deps installs php-cli")
+    argv = [php, "-r", '$a = []; for ($i = 0; $i < 200000; $i++) { $a[] = str_repeat("x", $i % 100); } '
+                       'echo count($a), "\\n";']
+    plain = run(ctx, argv, env=ctx.env(preload=False))
+    check(plain.status.is_exit(0) and plain.stdout_text == "200000\n", "the plain run:\n%s" % plain.describe())
+    _same_as_plain(plain, run(ctx, argv, env=ctx.env()), "inert")
+    pd = ctx.mkdtemp("prof")
+    _same_as_plain(plain, run(ctx, argv, env=prof_env(ctx, pd, PROFILE_HEAP_SAMPLE=0)), "heap off")
+    pd = ctx.mkdtemp("prof")
+    r = run(ctx, argv, env=prof_env(ctx, pd, PROFILE_HEAP_SAMPLE=65536))
+    _same_as_plain(plain, r, "heap on")
+    prof = ctx.read(os.path.join(pd, "run.heap.pprof"), r)
+    check(any("php" in c for c in prof.comments) and prof.total("alloc_space") > (1 << 20),
+          "heap on: run.heap.pprof should be php's and hold its allocations (>1 MiB): %s\n%s"
+          % (prof.comments, prof.cum_table("alloc_space")))

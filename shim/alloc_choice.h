@@ -1,0 +1,84 @@
+// alloc_choice: which allocator serves this image's malloc, decided once at
+// the first call of any malloc-family function, before it returns
+// (docs/ALLOCATOR.md). jemalloc, inside the shim, serves only when the heap
+// is profiled; otherwise every call goes to the next definition in lookup
+// order (glibc's, or a libjemalloc or libtcmalloc the program links), as if
+// the shim were not loaded. The choice never changes in an image: a fork
+// child inherits it, an exec'd image makes its own.
+#pragma once
+#include <stddef.h>
+
+namespace alloc_choice {
+
+enum Mode : int { kUndecided = 0, kNext = 1, kJemalloc = 2 };
+
+// The next definitions of what the shim exports; null where there is none
+// (glibc has no mallocx).
+struct Next {
+  void* (*malloc)(size_t);
+  void* (*calloc)(size_t, size_t);
+  void* (*realloc)(void*, size_t);
+  void (*free)(void*);
+  int (*posix_memalign)(void**, size_t, size_t);
+  void* (*aligned_alloc)(size_t, size_t);
+  void* (*memalign)(size_t, size_t);
+  void* (*valloc)(size_t);
+  void* (*pvalloc)(size_t);
+  void* (*reallocarray)(void*, size_t, size_t);
+  size_t (*malloc_usable_size)(void*);
+  void* (*mallocx)(size_t, int);
+  void* (*rallocx)(void*, size_t, int);
+  size_t (*xallocx)(void*, size_t, size_t, int);
+  size_t (*sallocx)(const void*, int);
+  void (*dallocx)(void*, int);
+  void (*sdallocx)(void*, size_t, int);
+  size_t (*nallocx)(size_t, int);
+  int (*mallctl)(const char*, void*, size_t*, void*, size_t);
+  int (*mallctlnametomib)(const char*, size_t*, size_t*);
+  int (*mallctlbymib)(const size_t*, size_t, void*, size_t*, void*, size_t);
+  void (*malloc_stats_print)(void (*)(void*, const char*), void*, const char*);
+  void* mallinfo;   // struct mallinfo (*)(void)
+  void* mallinfo2;  // struct mallinfo2 (*)(void)
+  int (*malloc_trim)(size_t);
+  void (*malloc_stats)(void);
+  int (*malloc_info)(int, void*);
+  // Old names some code calls directly; null where libc has none (then the
+  // plain name's next definition serves).
+  void* (*libc_malloc)(size_t);
+  void* (*libc_calloc)(size_t, size_t);
+  void* (*libc_realloc)(void*, size_t);
+  void (*libc_free)(void*);
+  void* (*libc_memalign)(size_t, size_t);
+  void* (*libc_valloc)(size_t);
+  void* (*libc_pvalloc)(size_t);
+  void (*cfree)(void*);
+};
+
+// kUndecided only while the choice is being made (then the caller serves
+// from the bootstrap arena).
+Mode decide();
+
+namespace detail {
+extern int g_mode;
+extern Next g_next;
+}  // namespace detail
+
+inline Mode mode() {
+  int m = __atomic_load_n(&detail::g_mode, __ATOMIC_ACQUIRE);
+  if (__builtin_expect(m == kUndecided, 0)) return decide();
+  return Mode(m);
+}
+
+// True if jemalloc serves (the heap is profiled). Decides on first use.
+inline bool jemalloc() { return mode() == kJemalloc; }
+
+// Only meaningful when mode() is kNext.
+inline const Next& next() { return detail::g_next; }
+
+// Memory handed out while the next definitions are being looked up (the
+// loader's lookup may allocate): a small static arena that free() ignores.
+bool is_bootstrap(const void* p);
+void* bootstrap_alloc(size_t n, size_t align);
+size_t bootstrap_size(const void* p);
+
+}  // namespace alloc_choice

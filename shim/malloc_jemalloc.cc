@@ -1,0 +1,108 @@
+// malloc_jemalloc: jemalloc's non-standard API (mallocx and the rest) as
+// the program sees it. With the heap profiled the shim's jemalloc answers,
+// so a program linked with -ljemalloc binds these to the shim first and one
+// jemalloc serves both its malloc and its mallocx. Otherwise the next
+// definition answers (the program's own libjemalloc), and where there is
+// none, the calls are carried out with the next malloc: code that looks
+// these names up weakly finds them defined in the shim, and must get
+// memory its free() takes and a mallctl that says "no such name" (ENOENT),
+// which is how such code tells jemalloc is not there.
+#include <errno.h>
+#include <stddef.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc_choice.h"
+#include "jemalloc_raw.h"
+#include "wrappers.h"
+
+#define EXPORT extern "C" __attribute__((visibility("default"))) PROFSHIM_ALLOC
+
+using alloc_choice::kJemalloc;
+using alloc_choice::mode;
+using alloc_choice::next;
+
+namespace {
+
+// jemalloc's flags (jemalloc/jemalloc.h): the low six bits carry log2 of
+// the alignment, bit 6 asks for zeroed memory.
+size_t alignment_of(int flags) { return (flags & 0x3f) ? size_t(1) << (flags & 0x3f) : 0; }
+bool zeroed(int flags) { return flags & 0x40; }
+
+void* emulated_alloc(size_t n, int flags) {
+  size_t align = alignment_of(flags);
+  void* p = nullptr;
+  if (align > 16) {
+    if (posix_memalign(&p, align < sizeof(void*) ? sizeof(void*) : align, n) != 0) p = nullptr;
+  } else {
+    p = malloc(n);
+  }
+  if (p && zeroed(flags)) memset(p, 0, n);
+  return p;
+}
+
+}  // namespace
+
+EXPORT void* mallocx(size_t n, int flags) {
+  if (mode() == kJemalloc) return profshim_je_mallocx(n, flags);
+  if (next().mallocx) return next().mallocx(n, flags);
+  return emulated_alloc(n, flags);
+}
+
+EXPORT void* rallocx(void* p, size_t n, int flags) {
+  if (mode() == kJemalloc) return profshim_je_rallocx(p, n, flags);
+  if (next().rallocx) return next().rallocx(p, n, flags);
+  size_t old = malloc_usable_size(p);
+  void* q = emulated_alloc(n, flags & ~0x40);
+  if (!q) return nullptr;
+  memcpy(q, p, old < n ? old : n);
+  if (zeroed(flags) && n > old) memset(static_cast<char*>(q) + old, 0, n - old);
+  free(p);
+  return q;
+}
+
+// In place: the next malloc has no such call, so the block keeps its size.
+EXPORT size_t xallocx(void* p, size_t n, size_t extra, int flags) {
+  if (mode() == kJemalloc) return profshim_je_xallocx(p, n, extra, flags);
+  if (next().xallocx) return next().xallocx(p, n, extra, flags);
+  return malloc_usable_size(p);
+}
+
+EXPORT size_t sallocx(const void* p, int flags) {
+  if (mode() == kJemalloc) return profshim_je_sallocx(p, flags);
+  if (next().sallocx) return next().sallocx(p, flags);
+  return malloc_usable_size(const_cast<void*>(p));
+}
+
+EXPORT void dallocx(void* p, int flags) {
+  if (alloc_choice::is_bootstrap(p)) return;
+  if (mode() == kJemalloc) return profshim_je_dallocx(p, flags);
+  if (next().dallocx) return next().dallocx(p, flags);
+  free(p);
+}
+
+EXPORT void sdallocx(void* p, size_t n, int flags) {
+  if (alloc_choice::is_bootstrap(p)) return;
+  if (mode() == kJemalloc) return profshim_je_sdallocx(p, n, flags);
+  if (next().sdallocx) return next().sdallocx(p, n, flags);
+  free(p);
+}
+
+// What mallocx(n, flags) would give at least.
+EXPORT size_t nallocx(size_t n, int flags) {
+  if (mode() == kJemalloc) return profshim_je_nallocx(n, flags);
+  if (next().nallocx) return next().nallocx(n, flags);
+  return n;
+}
+
+EXPORT int mallctlnametomib(const char* name, size_t* mib, size_t* len) {
+  if (mode() == kJemalloc) return profshim_je_mallctlnametomib(name, mib, len);
+  if (next().mallctlnametomib) return next().mallctlnametomib(name, mib, len);
+  return ENOENT;
+}
+
+EXPORT void malloc_stats_print(void (*write_cb)(void*, const char*), void* opaque, const char* opts) {
+  if (mode() == kJemalloc) return profshim_je_malloc_stats_print(write_cb, opaque, opts);
+  if (next().malloc_stats_print) next().malloc_stats_print(write_cb, opaque, opts);
+}

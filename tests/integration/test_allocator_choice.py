@@ -1,0 +1,112 @@
+"""Whose malloc serves the program (docs/ALLOCATOR.md): the next allocator
+in lookup order (glibc's, or the program's own libjemalloc or tcmalloc)
+unless the heap is profiled, and then the shim's jemalloc. Each test runs
+the same program without the shim, inert, with the heap profile off
+(PROFILE_HEAP_SAMPLE=0) and with it on, and checks what only one allocator
+would answer."""
+
+import os
+
+from common import check, indent
+from st_helpers import compile_c, workload_source
+
+MODES = {
+    "inert": {},
+    "heap off": {"PROFILE_HEAP_SAMPLE": "0"},
+    "heap on": {"PROFILE_HEAP_SAMPLE": "65536"},
+}
+
+
+def _run(ctx, argv, mode, **extra):
+    vars = dict(MODES[mode])
+    vars.update(extra)
+    if mode != "inert":
+        vars["PROFILE_DIR"] = ctx.mkdtemp("prof")
+    r = ctx.run(argv, **vars)
+    check(r.rc == 0, "%s, %s: want exit 0\n%s" % (argv[0], mode, r.describe()))
+    return r
+
+
+def _lines(r):
+    return dict(l.split(" ", 1) for l in r.stdout_text.splitlines() if " " in l)
+
+
+def test_glibc_serves_unless_the_heap_is_profiled(ctx):
+    """glibc's malloc_usable_size(malloc(5000)) is 5000 and jemalloc's 5120
+    (its size class); glibc fills a new block with the complement of
+    mallopt(M_PERTURB)'s byte, jemalloc ignores it. Inert, the whole output
+    (glibc's arena size included) is the plain run's."""
+    plain = ctx.run_plain(["alloc_whose"])
+    check(plain.rc == 0 and _lines(plain).get("usable") == "5000" and _lines(plain).get("perturb") == "yes",
+          "without the shim, alloc_whose should see glibc's malloc\n%s" % plain.describe())
+    inert = _run(ctx, ["alloc_whose"], "inert")
+    check(inert.out == plain.out and inert.err == plain.err,
+          "inert: the output differs from the plain run's\nplain:\n%s\ninert:\n%s"
+          % (indent(plain.describe()), indent(inert.describe())))
+    off = _lines(_run(ctx, ["alloc_whose"], "heap off"))
+    check(off.get("usable") == "5000" and off.get("perturb") == "yes",
+          "heap off: glibc's malloc should serve (usable 5000, perturb yes), got %s" % off)
+    on = _lines(_run(ctx, ["alloc_whose"], "heap on"))
+    check(on.get("usable") == "5120" and on.get("perturb") == "no",
+          "heap on: the shim's jemalloc should serve (usable 5120, perturb no), got %s" % on)
+
+
+def test_a_program_linked_with_tcmalloc_keeps_it_unless_the_heap_is_profiled(ctx):
+    """tcmalloc counts the 16 MiB the program holds from malloc when its
+    malloc serves; with the heap profiled the shim's serves and tcmalloc
+    holds none of it."""
+    plain = ctx.run_plain(["tc_held"])
+    check(plain.rc == 0 and plain.out == b"tcmalloc holds 16 MiB\n", "plain tc_held:\n%s" % plain.describe())
+    for mode in ("inert", "heap off"):
+        r = _run(ctx, ["tc_held"], mode)
+        check(r.out == plain.out, "%s: tcmalloc should serve malloc as without the shim\n%s" % (mode, r.describe()))
+    r = _run(ctx, ["tc_held"], "heap on")
+    check(r.out == b"tcmalloc holds 0 MiB\n", "heap on: the shim's jemalloc should serve malloc\n%s" % r.describe())
+
+
+def test_a_program_linked_with_jemalloc_keeps_its_own_unless_the_heap_is_profiled(ctx):
+    """je_api mixes malloc, mallocx, free, dallocx and sdallocx, and reads
+    opt.prof and prof.active with mallctl: inert and with the heap off its
+    own libjemalloc answers exactly as without the shim."""
+    plain = ctx.run_plain(["je_api", "prof"])
+    check(plain.rc == 0 and b"je_api: all ok" in plain.out, "plain je_api:\n%s" % plain.describe())
+    reads = [l for l in plain.stdout_text.splitlines() if l.startswith(("read ", "rc "))]
+    check(reads, "je_api printed no read/rc lines:\n%s" % plain.describe())
+    for mode in ("inert", "heap off"):
+        r = _run(ctx, ["je_api", "prof"], mode)
+        got = [l for l in r.stdout_text.splitlines() if l.startswith(("read ", "rc "))]
+        check(b"je_api: all ok" in r.out and got == reads,
+              "%s: the program's own jemalloc should answer as without the shim\nwant %s\ngot  %s\n%s"
+              % (mode, reads, got, r.describe()))
+
+
+def test_a_deep_bound_library_frees_what_the_program_allocated(ctx):
+    """A library opened with RTLD_DEEPBIND (as PHP opens its extensions)
+    frees blocks the program allocated and the program frees the
+    library's: in every mode, 1000 times each, without a crash."""
+    lib = compile_c(ctx, os.path.join(ctx.mkdtemp("lib"), "libdeep.so"),
+                    [workload_source("lib/deepbind_lib.c")], shared=True)
+    plain = ctx.run_plain(["deepbind", lib])
+    check(plain.rc == 0 and plain.out == b"deepbind: ok\n", "plain deepbind:\n%s" % plain.describe())
+    for mode in MODES:
+        r = _run(ctx, ["deepbind", lib], mode)
+        check(r.out == plain.out, "%s: deepbind\n%s" % (mode, r.describe()))
+
+
+def test_images_that_choose_differently_never_mix_their_blocks(ctx):
+    """A library's constructor allocates before the shim's constructor
+    runs; the program reallocs and frees that block, then execs itself
+    with the heap profile switched the other way, 6 images in a row, 20
+    runs: each image's first malloc decides for the whole image, so no
+    block meets the other allocator's free."""
+    d = ctx.mkdtemp("early")
+    lib = compile_c(ctx, os.path.join(d, "libearly_alloc.so"), [workload_source("lib/early_alloc.c")], shared=True)
+    prog = compile_c(ctx, os.path.join(d, "early_main"), [workload_source("lib/early_main.c")],
+                     args=["-L" + d, "-learly_alloc", "-Wl,-rpath," + d])
+    check(os.path.exists(lib), "no %s" % lib)
+    want = "".join("image %d: ok\n" % i for i in range(5, -1, -1)).encode()
+    for i in range(20):
+        start = "0" if i % 2 else "65536"
+        r = ctx.run([prog, "5"], PROFILE_DIR=ctx.mkdtemp("prof"), PROFILE_HEAP_SAMPLE=start, PROFILE_CPU_HZ=0)
+        check(r.rc == 0 and r.out == want, "run %d (first image's PROFILE_HEAP_SAMPLE=%s):\n%s"
+              % (i + 1, start, r.describe()))
