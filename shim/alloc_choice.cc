@@ -12,8 +12,11 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "sys.h"
 
 extern char** environ;
+extern "C" const char* malloc_conf;
+extern "C" const char profshim_conf_limited[];
 
 namespace alloc_choice {
 namespace detail {
@@ -128,6 +131,9 @@ void resolve_next() {
   if (!n.libc_valloc) n.libc_valloc = n.valloc;
   if (!n.libc_pvalloc) n.libc_pvalloc = n.pvalloc;
   if (!n.cfree) n.cfree = n.free;
+  // The names glibc lacks (mallocx, cfree...) left an error for dlerror():
+  // a program that reads it without calling dlsym first would see ours.
+  dlerror();
 }
 
 }  // namespace
@@ -148,6 +154,7 @@ Mode decide() {
   bool je = heap_profiled();
   if (!je) resolve_next();
   if (!je && !detail::g_next.malloc) je = true;  // no allocator after ours: jemalloc must serve
+  if (je && sys::memory_limited()) malloc_conf = profshim_conf_limited;  // read at jemalloc's boot, which is next
   __atomic_store_n(&detail::g_mode, je ? kJemalloc : kNext, __ATOMIC_RELEASE);
   __atomic_store_n(&g_deciding, 0, __ATOMIC_RELEASE);
   return je ? kJemalloc : kNext;

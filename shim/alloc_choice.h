@@ -8,6 +8,13 @@
 #pragma once
 #include <stddef.h>
 
+// After a call to the next allocator's function: the calling function's
+// frame stays on the stack until the call returns (no tail jump), so that a
+// stop sees that the thread is inside malloc (wrappers.h). Every exported
+// allocator function makes its call to the next definition this way.
+#define PROFSHIM_KEEP_FRAME(r) __asm__ volatile("" : "+r"(r))
+#define PROFSHIM_KEEP_FRAME_VOID() __asm__ volatile("" ::: "memory")
+
 namespace alloc_choice {
 
 enum Mode : int { kUndecided = 0, kNext = 1, kJemalloc = 2 };

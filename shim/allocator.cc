@@ -17,12 +17,12 @@
 #include "wrappers.h"
 
 #define EXPORT extern "C" __attribute__((visibility("default"))) PROFSHIM_ALLOC
-// The call above returns here before the function does.
-#define KEEP_FRAME(r) __asm__ volatile("" : "+r"(r))
-#define KEEP_FRAME_VOID() __asm__ volatile("" ::: "memory")
+#define KEEP_FRAME PROFSHIM_KEEP_FRAME
+#define KEEP_FRAME_VOID PROFSHIM_KEEP_FRAME_VOID
 
-// jemalloc reads these at its first malloc, which is this image's first
-// only when the heap is profiled. conf_2_conf_harder is applied after
+// jemalloc reads these when it boots, at the shim's first call into it:
+// only in an image whose heap is profiled (its constructor, which would
+// boot it in every process at load, is left out of the build's copy). conf_2_conf_harder is applied after
 // MALLOC_CONF, so a program's MALLOC_CONF=prof:false, meant for another
 // jemalloc, cannot switch our heap profile off. Sampling starts inactive:
 // what is allocated before our constructor is the loader's, other
@@ -31,6 +31,11 @@
 // own static initialisers run after it.
 extern "C" {
 __attribute__((visibility("hidden"))) const char* malloc_conf = "prof_active:false,lg_prof_sample:19";
+// Under a limit on address space or data (ulimit -v, -d) what jemalloc
+// frees must leave the address space, or a program that freed everything
+// still cannot map a stack for the stop (alloc_choice.cc picks this).
+__attribute__((visibility("hidden"))) extern const char profshim_conf_limited[] =
+    "prof_active:false,lg_prof_sample:19,retain:false";
 __attribute__((visibility("hidden"))) const char* malloc_conf_2_conf_harder =
     "prof:true,prof_accum:true,prof_final:false,prof_leak:false,prof_gdump:false,lg_prof_interval:-1";
 }
@@ -164,7 +169,11 @@ EXPORT void* pvalloc(size_t n) {
 }
 
 EXPORT void* reallocarray(void* p, size_t n, size_t size) {
-  if (mode() == kNext && next().reallocarray) { void* r = next().reallocarray(p, n, size); KEEP_FRAME(r); return r; }
+  if (mode() == kNext && next().reallocarray && !alloc_choice::is_bootstrap(p)) {
+    void* r = next().reallocarray(p, n, size);
+    KEEP_FRAME(r);
+    return r;
+  }
   size_t bytes;
   if (__builtin_mul_overflow(n, size, &bytes)) {
     errno = ENOMEM;

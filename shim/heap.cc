@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,6 +162,12 @@ uint64_t allocated() {
   if (!alloc_choice::jemalloc()) return 0;
   jemalloc_raw::refresh();
   return jemalloc_raw::stat("stats.allocated");
+}
+
+bool give_back() {
+  if (!alloc_choice::jemalloc()) return malloc_trim(0), true;
+  mallctl("thread.tcache.flush", nullptr, nullptr, nullptr, 0);
+  return mallctl("arena.4096.purge", nullptr, nullptr, nullptr, 0) == 0;  // 4096: every arena
 }
 
 bool serves_malloc() {

@@ -39,6 +39,11 @@ void share_main_arena();
 bool dump(std::string* text, std::string* err);
 // Bytes the program holds now (stats.allocated), exact.
 uint64_t allocated();
+// Returns the allocator's free memory to the system, address space and all
+// (jemalloc: every arena purged, which unmaps when it boots with
+// retain:false, alloc_choice.cc; the next allocator: malloc_trim). True if
+// it could try.
+bool give_back();
 // True if malloc as the program sees it is the shim's (not a static copy of
 // the program's own allocator or another preload).
 bool serves_malloc();

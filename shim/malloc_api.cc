@@ -14,6 +14,7 @@
 #include "alloc_choice.h"
 #include "jemalloc_raw.h"
 #include "real.h"
+#include "wrappers.h"
 
 #define EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -113,22 +114,26 @@ bool program_jemalloc_compatible(std::string* err) {
 
 }  // namespace malloc_api
 
-EXPORT int mallctl(const char* name, void* oldp, size_t* oldlenp, void* newp, size_t newlen) {
+EXPORT PROFSHIM_ALLOC int mallctl(const char* name, void* oldp, size_t* oldlenp, void* newp, size_t newlen) {
   using namespace malloc_api;
   if (alloc_choice::mode() != alloc_choice::kJemalloc) {
     auto f = alloc_choice::next().mallctl;
-    return f ? f(name, oldp, oldlenp, newp, newlen) : ENOENT;
+    int r = f ? f(name, oldp, oldlenp, newp, newlen) : ENOENT;
+    PROFSHIM_KEEP_FRAME(r);
+    return r;
   }
   if (claimed() && !pure_read(oldp, oldlenp, newp, newlen) && protected_name(name)) return EPERM;
   return profshim_je_mallctl(name, oldp, oldlenp, newp, newlen);
 }
 
-EXPORT int mallctlbymib(const size_t* mib, size_t miblen, void* oldp, size_t* oldlenp, void* newp,
+EXPORT PROFSHIM_ALLOC int mallctlbymib(const size_t* mib, size_t miblen, void* oldp, size_t* oldlenp, void* newp,
                         size_t newlen) {
   using namespace malloc_api;
   if (alloc_choice::mode() != alloc_choice::kJemalloc) {
     auto f = alloc_choice::next().mallctlbymib;
-    return f ? f(mib, miblen, oldp, oldlenp, newp, newlen) : ENOENT;
+    int r = f ? f(mib, miblen, oldp, oldlenp, newp, newlen) : ENOENT;
+    PROFSHIM_KEEP_FRAME(r);
+    return r;
   }
   if (claimed() && !pure_read(oldp, oldlenp, newp, newlen) && protected_mib(mib, miblen)) return EPERM;
   return profshim_je_mallctlbymib(mib, miblen, oldp, oldlenp, newp, newlen);

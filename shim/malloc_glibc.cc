@@ -13,8 +13,9 @@
 
 #include "alloc_choice.h"
 #include "jemalloc_raw.h"
+#include "wrappers.h"
 
-#define EXPORT extern "C" __attribute__((visibility("default")))
+#define EXPORT extern "C" __attribute__((visibility("default"))) PROFSHIM_ALLOC
 
 namespace {
 
@@ -112,8 +113,10 @@ EXPORT struct mallinfo2 mallinfo2(void) {
     // A glibc older than 2.33 has no mallinfo2: zeros, as a reader of it
     // on such a system would get from nothing.
     auto f = theirs<struct mallinfo2 (*)(void)>(alloc_choice::next().mallinfo2);
-    struct mallinfo2 zero = {};
-    return f ? f() : zero;
+    struct mallinfo2 r = {};
+    if (f) r = f();
+    PROFSHIM_KEEP_FRAME_VOID();
+    return r;
   }
   return info();
 }
@@ -122,8 +125,10 @@ EXPORT struct mallinfo2 mallinfo2(void) {
 EXPORT struct mallinfo mallinfo(void) {
   if (alloc_choice::mode() != alloc_choice::kJemalloc) {
     auto f = theirs<struct mallinfo (*)(void)>(alloc_choice::next().mallinfo);
-    struct mallinfo zero = {};
-    return f ? f() : zero;
+    struct mallinfo r = {};
+    if (f) r = f();
+    PROFSHIM_KEEP_FRAME_VOID();
+    return r;
   }
   struct mallinfo2 m2 = info();
   struct mallinfo m;
@@ -146,7 +151,9 @@ EXPORT struct mallinfo mallinfo(void) {
 EXPORT int malloc_trim(size_t pad) {
   if (alloc_choice::mode() != alloc_choice::kJemalloc) {
     auto f = alloc_choice::next().malloc_trim;
-    return f ? f(pad) : 0;
+    int r = f ? f(pad) : 0;
+    PROFSHIM_KEEP_FRAME(r);
+    return r;
   }
   jemalloc_raw::ctl("thread.tcache.flush", nullptr, nullptr, nullptr, 0);
   jemalloc_raw::refresh();
@@ -161,6 +168,7 @@ EXPORT int malloc_trim(size_t pad) {
 EXPORT void malloc_stats(void) {
   if (alloc_choice::mode() != alloc_choice::kJemalloc) {
     if (auto f = alloc_choice::next().malloc_stats) f();
+    PROFSHIM_KEEP_FRAME_VOID();
     return;
   }
   jemalloc_raw::refresh();
@@ -183,7 +191,9 @@ EXPORT void malloc_stats(void) {
 EXPORT int malloc_info(int options, FILE* fp) {
   if (alloc_choice::mode() != alloc_choice::kJemalloc) {
     auto f = alloc_choice::next().malloc_info;
-    return f ? f(options, fp) : EINVAL;
+    int r = f ? f(options, fp) : EINVAL;
+    PROFSHIM_KEEP_FRAME(r);
+    return r;
   }
   if (options != 0) return EINVAL;
   jemalloc_raw::refresh();

@@ -9,6 +9,7 @@
 // which is how such code tells jemalloc is not there.
 #include <errno.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,13 +47,22 @@ void* emulated_alloc(size_t n, int flags) {
 
 EXPORT void* mallocx(size_t n, int flags) {
   if (mode() == kJemalloc) return profshim_je_mallocx(n, flags);
-  if (next().mallocx) return next().mallocx(n, flags);
+  if (next().mallocx) {
+    auto r = next().mallocx(n, flags);
+    PROFSHIM_KEEP_FRAME(r);
+    return r;
+  }
   return emulated_alloc(n, flags);
 }
 
 EXPORT void* rallocx(void* p, size_t n, int flags) {
+  if (alloc_choice::is_bootstrap(p)) return realloc(p, n);
   if (mode() == kJemalloc) return profshim_je_rallocx(p, n, flags);
-  if (next().rallocx) return next().rallocx(p, n, flags);
+  if (next().rallocx) {
+    auto r = next().rallocx(p, n, flags);
+    PROFSHIM_KEEP_FRAME(r);
+    return r;
+  }
   size_t old = malloc_usable_size(p);
   void* q = emulated_alloc(n, flags & ~0x40);
   if (!q) return nullptr;
@@ -65,44 +75,72 @@ EXPORT void* rallocx(void* p, size_t n, int flags) {
 // In place: the next malloc has no such call, so the block keeps its size.
 EXPORT size_t xallocx(void* p, size_t n, size_t extra, int flags) {
   if (mode() == kJemalloc) return profshim_je_xallocx(p, n, extra, flags);
-  if (next().xallocx) return next().xallocx(p, n, extra, flags);
+  if (next().xallocx) {
+    auto r = next().xallocx(p, n, extra, flags);
+    PROFSHIM_KEEP_FRAME(r);
+    return r;
+  }
   return malloc_usable_size(p);
 }
 
 EXPORT size_t sallocx(const void* p, int flags) {
   if (mode() == kJemalloc) return profshim_je_sallocx(p, flags);
-  if (next().sallocx) return next().sallocx(p, flags);
+  if (next().sallocx) {
+    auto r = next().sallocx(p, flags);
+    PROFSHIM_KEEP_FRAME(r);
+    return r;
+  }
   return malloc_usable_size(const_cast<void*>(p));
 }
 
 EXPORT void dallocx(void* p, int flags) {
   if (alloc_choice::is_bootstrap(p)) return;
   if (mode() == kJemalloc) return profshim_je_dallocx(p, flags);
-  if (next().dallocx) return next().dallocx(p, flags);
+  if (next().dallocx) {
+    next().dallocx(p, flags);
+    PROFSHIM_KEEP_FRAME_VOID();
+    return;
+  }
   free(p);
 }
 
 EXPORT void sdallocx(void* p, size_t n, int flags) {
   if (alloc_choice::is_bootstrap(p)) return;
   if (mode() == kJemalloc) return profshim_je_sdallocx(p, n, flags);
-  if (next().sdallocx) return next().sdallocx(p, n, flags);
+  if (next().sdallocx) {
+    next().sdallocx(p, n, flags);
+    PROFSHIM_KEEP_FRAME_VOID();
+    return;
+  }
   free(p);
 }
 
-// What mallocx(n, flags) would give at least.
+// What mallocx(n, flags) would give at least; 0 where it would fail, as
+// jemalloc answers.
 EXPORT size_t nallocx(size_t n, int flags) {
   if (mode() == kJemalloc) return profshim_je_nallocx(n, flags);
-  if (next().nallocx) return next().nallocx(n, flags);
-  return n;
+  if (next().nallocx) {
+    auto r = next().nallocx(n, flags);
+    PROFSHIM_KEEP_FRAME(r);
+    return r;
+  }
+  size_t align = alignment_of(flags) > 16 ? alignment_of(flags) : 16;
+  size_t rounded = (n + align - 1) & ~(align - 1);
+  return rounded < n || rounded > (SIZE_MAX >> 1) ? 0 : rounded;
 }
 
 EXPORT int mallctlnametomib(const char* name, size_t* mib, size_t* len) {
   if (mode() == kJemalloc) return profshim_je_mallctlnametomib(name, mib, len);
-  if (next().mallctlnametomib) return next().mallctlnametomib(name, mib, len);
+  if (next().mallctlnametomib) {
+    auto r = next().mallctlnametomib(name, mib, len);
+    PROFSHIM_KEEP_FRAME(r);
+    return r;
+  }
   return ENOENT;
 }
 
 EXPORT void malloc_stats_print(void (*write_cb)(void*, const char*), void* opaque, const char* opts) {
   if (mode() == kJemalloc) return profshim_je_malloc_stats_print(write_cb, opaque, opts);
   if (next().malloc_stats_print) next().malloc_stats_print(write_cb, opaque, opts);
+  PROFSHIM_KEEP_FRAME_VOID();
 }

@@ -1,6 +1,7 @@
 // memlog: NAME.mem.tsv rows; see memlog.h.
 #include "memlog.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -31,6 +32,39 @@ uint64_t rss_bytes() {
   return uint64_t(resident) * uint64_t(sysconf(_SC_PAGESIZE));
 }
 
+// The allocator's own view, as of now: the shim's jemalloc (a new
+// statistics epoch) or whichever serves in its place: the program's own
+// libjemalloc through its mallctl, tcmalloc through MallocExtension, else
+// glibc's mallinfo2, where blocks mapped on their own count apart (hblkhd).
+void allocator_figures(uint64_t* allocated, uint64_t* mapped) {
+  if (alloc_choice::jemalloc()) {
+    jemalloc_raw::refresh();
+    *allocated = jemalloc_raw::stat("stats.allocated");
+    *mapped = jemalloc_raw::stat("stats.mapped");
+    return;
+  }
+  if (auto ctl = alloc_choice::next().mallctl) {
+    uint64_t epoch = 1;
+    size_t esz = sizeof epoch, a = 0, m = 0, sz = sizeof a;
+    ctl("epoch", &epoch, &esz, &epoch, esz);
+    ctl("stats.allocated", &a, &sz, nullptr, 0);
+    ctl("stats.mapped", &m, &sz, nullptr, 0);
+    *allocated = a, *mapped = m;
+    return;
+  }
+  using Property = int (*)(const char*, size_t*);
+  if (auto prop = reinterpret_cast<Property>(dlsym(RTLD_DEFAULT, "MallocExtension_GetNumericProperty"))) {
+    size_t a = 0, heap = 0;
+    prop("generic.current_allocated_bytes", &a);
+    prop("generic.heap_size", &heap);
+    *allocated = a, *mapped = heap;
+    return;
+  }
+  struct mallinfo2 mi = mallinfo2();
+  *allocated = mi.uordblks + mi.hblkhd;
+  *mapped = mi.arena + mi.hblkhd;
+}
+
 }  // namespace
 
 void begin(uint64_t start_mono_ns) {
@@ -42,19 +76,8 @@ bool used() { return g_used; }
 
 std::string append(const std::string& dir, const std::string& stem, const Row& row) {
   std::string path = dir + "/" + stem + ".mem.tsv";
-  // The allocator's own view, as of now: jemalloc's (a new statistics
-  // epoch), or the next allocator's through glibc's mallinfo2, where big
-  // blocks mapped on their own count apart (hblkhd).
   uint64_t allocated = 0, mapped = 0;
-  if (alloc_choice::jemalloc()) {
-    jemalloc_raw::refresh();
-    allocated = jemalloc_raw::stat("stats.allocated");
-    mapped = jemalloc_raw::stat("stats.mapped");
-  } else {
-    struct mallinfo2 mi = mallinfo2();
-    allocated = mi.uordblks + mi.hblkhd;
-    mapped = mi.arena + mi.hblkhd;
-  }
+  allocator_figures(&allocated, &mapped);
   uint64_t now_real = sys::now_ns(CLOCK_REALTIME), now_mono = sys::now_ns(CLOCK_MONOTONIC);
   int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
   bool fresh = !g_used && !image::written_this_session(path);

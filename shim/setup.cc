@@ -26,7 +26,9 @@
 #include "session_env.h"
 #include "sigmask.h"
 #include "signals.h"
+#include "shim_thread.h"
 #include "snapshot.h"
+#include "stack.h"
 #include "stackwalk.h"
 #include "symbolize.h"
 #include "sys.h"
@@ -78,6 +80,7 @@ void setup(void*) {
   std::string unknown = config::unknown_vars(environ);
   if (!unknown.empty() && image::root())
     errline::line(("warning: not a profshim variable, ignored: " + unknown + " (see docs/CONFIG.md)").c_str());
+  if (sys::memory_limited()) stack::reserve(shim_thread::kStack);
   stackwalk::prime();
   stackwalk::note_unsafe_code();
   // zlib first: libdw needs it too, and whoever loads it first decides its
@@ -88,7 +91,9 @@ void setup(void*) {
   // An image that stays single-threaded (most of a build's) loads it at its
   // stop, and only when the symbol cache lacks an address; one that starts
   // a thread, at its first (lifecycle::thread_creating).
-  if (!sys::single_threaded() && !symbolize::load_libdw(&err)) fail(err);
+  // Under a memory limit too: by its stop a program may have used all the
+  // address space it may have, and libdw's segments would not map.
+  if ((!sys::single_threaded() || sys::memory_limited()) && !symbolize::load_libdw(&err)) fail(err);
   if (cfg().heap_sample) {
     if (!heap::available(&err) || !heap::start(cfg().heap_lg_sample, &err)) fail(err);
   } else {

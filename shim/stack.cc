@@ -5,6 +5,8 @@
 #include <signal.h>
 #include <sys/mman.h>
 
+#include <atomic>
+
 #include "stackwalk.h"
 
 // Switches to `top` (16-byte aligned), calls fn(arg) there, switches back.
@@ -69,10 +71,29 @@ void on_fresh(void* p) {
 
 }  // namespace
 
+namespace {
+// One stack mapped ahead, for a process under a memory limit (reserve()).
+std::atomic<void*> g_reserved{nullptr};
+size_t g_reserved_total;
+
+size_t total_for(size_t size) { return 4096 + kNestedAlt + 4096 + size; }
+}  // namespace
+
+bool reserve(size_t size) {
+  void* p = mmap(nullptr, total_for(size), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return false;
+  g_reserved_total = total_for(size);
+  void* none = nullptr;
+  if (!g_reserved.compare_exchange_strong(none, p)) munmap(p, total_for(size));
+  return true;
+}
+
 bool run_on_fresh(size_t size, void (*fn)(void*), void* arg) {
-  const size_t guard = 4096, total = guard + kNestedAlt + guard + size;
+  const size_t guard = 4096, total = total_for(size);
   void* base = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (base == MAP_FAILED) return false;
+  void* reserved = nullptr;
+  if (base == MAP_FAILED && total == g_reserved_total) base = reserved = g_reserved.exchange(nullptr);
+  if (base == MAP_FAILED || !base) return false;
   // [guard][nested alternate stack][guard][stack]: an overflow of either
   // faults instead of writing below it.
   char* b = static_cast<char*>(base);
@@ -84,7 +105,10 @@ bool run_on_fresh(size_t size, void (*fn)(void*), void* arg) {
   uintptr_t top = (reinterpret_cast<uintptr_t>(b) + total - 256) & ~uintptr_t(15);
   Call c = {fn, arg, b + guard, {reinterpret_cast<uintptr_t>(b) + 2 * guard + kNestedAlt, top}};
   profshim_call_on_stack(reinterpret_cast<void*>(top), on_fresh, &c);
-  munmap(base, total);
+  if (reserved)
+    g_reserved.store(reserved);
+  else
+    munmap(base, total);
   return true;
 }
 

@@ -11,6 +11,10 @@ namespace stack {
 // Maps size bytes plus a guard page, runs fn(arg) on them, unmaps them.
 // False (fn not run) if the mapping failed.
 bool run_on_fresh(size_t size, void (*fn)(void*), void* arg);
+// Maps one such stack now, for run_on_fresh to use when its own mapping
+// fails: under a memory limit a program that used all it may have leaves
+// no room for the stop's stack (ulimit -v, -d; setup calls it then).
+bool reserve(size_t size);
 
 // Calls fn(arg) with the stack pointer at top (16-byte aligned) and comes
 // back: a handler's way off a cramped stack onto one with room.

@@ -5,12 +5,20 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "sys.h"
+
 namespace stack_table {
 
 namespace {
 constexpr uint32_t kTableSize = 1u << 16;       // distinct (thread, tag, stack) entries
-constexpr uint64_t kArenaWords = 1ull << 21;    // 16 MiB of PCs, touched as used
+// Reserved, touched as used. Under a limit on address space or data
+// (ulimit -v, -d) reserving counts against the program's share as using
+// does: an eighth of each, so that two tables take about 12 MiB, not 50.
+constexpr uint64_t kArenaWords = 1ull << 21;    // 16 MiB of PCs
 constexpr uint32_t kMaxNames = 1u << 18;        // threads named, by serial
+uint64_t g_arena_words = kArenaWords;
+uint32_t g_max_names = kMaxNames;
+
 constexpr int kProbe = 64;
 // An entry's state word.
 enum : uint32_t { kEmpty = 0, kWriting, kReady };
@@ -45,9 +53,10 @@ uint64_t mix(uint64_t h, uint64_t v) {
 }  // namespace
 
 bool Table::map(const char* what, std::string* err) {
+  if (sys::memory_limited()) g_arena_words = kArenaWords / 8, g_max_names = kMaxNames / 8;
   entries_ = static_cast<Entry*>(map_zeroed(sizeof(Entry) * kTableSize));
-  arena_ = static_cast<uint64_t*>(map_zeroed(sizeof(uint64_t) * kArenaWords));
-  names_ = static_cast<Name*>(map_zeroed(sizeof(Name) * kMaxNames));
+  arena_ = static_cast<uint64_t*>(map_zeroed(sizeof(uint64_t) * g_arena_words));
+  names_ = static_cast<Name*>(map_zeroed(sizeof(Name) * g_max_names));
   log_ = static_cast<uint32_t*>(map_zeroed(sizeof(uint32_t) * kTableSize));
   if (!entries_ || !arena_ || !names_ || !log_) {
     *err = std::string("cannot map the ") + what + " table: " + strerror(errno);
@@ -59,8 +68,8 @@ bool Table::map(const char* what, std::string* err) {
 
 void Table::unmap() {
   munmap(entries_, sizeof(Entry) * kTableSize);
-  munmap(arena_, sizeof(uint64_t) * kArenaWords);
-  munmap(names_, sizeof(Name) * kMaxNames);
+  munmap(arena_, sizeof(uint64_t) * g_arena_words);
+  munmap(names_, sizeof(Name) * g_max_names);
   munmap(log_, sizeof(uint32_t) * kTableSize);
   entries_ = nullptr, arena_ = nullptr, names_ = nullptr, log_ = nullptr;
 }
@@ -73,7 +82,7 @@ void Table::publish(uint32_t idx) {
 bool Table::fill(Entry& e, uint64_t h, int32_t tid, uint32_t serial, uint32_t tag, const uint64_t* pcs,
                  uint32_t n, uint64_t count, uint64_t nanos) {
   uint64_t off = arena_used_.fetch_add(n, std::memory_order_relaxed);
-  if (off + n > kArenaWords) {
+  if (off + n > g_arena_words) {
     e.depth = 0;  // matches nothing; skipped by for_each
     e.state.store(kReady, std::memory_order_release);
     drop(count, nanos);
@@ -132,7 +141,7 @@ void Table::drop(uint64_t count, uint64_t nanos) {
 }
 
 void Table::record_name(uint32_t serial, int32_t tid, const char* name) {
-  if (!names_ || serial == 0 || serial >= kMaxNames) return;
+  if (!names_ || serial == 0 || serial >= g_max_names) return;
   Name& n = names_[serial];
   n.tid = tid;
   size_t len = strnlen(name, sizeof n.name - 1);
@@ -141,7 +150,7 @@ void Table::record_name(uint32_t serial, int32_t tid, const char* name) {
 }
 
 std::string Table::name(uint32_t serial) const {
-  if (!names_ || serial == 0 || serial >= kMaxNames) return "";
+  if (!names_ || serial == 0 || serial >= g_max_names) return "";
   return names_[serial].name;
 }
 

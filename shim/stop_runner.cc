@@ -169,8 +169,12 @@ void normal(finish::Context& ctx, bool in_handler, void (*done)()) {
   const bool here = !in_handler && sys::single_threaded();
   if (!in_handler && !here && shim_thread::spawn(stop_thread, nullptr)) return;
   void (*how)(void*) = in_handler ? in_place : here ? alone_in_place : finish_guarded;
-  if (!stack::run_on_fresh(shim_thread::kStack, how, nullptr))
-    finish::report_failure(ctx, "out of memory (no stack for the stop)");
+  bool ran = stack::run_on_fresh(shim_thread::kStack, how, nullptr);
+  // Under an address-space limit a program that freed everything may still
+  // have it mapped by its allocator: what is free goes back, once, and the
+  // stop tries again (not in a handler: the allocator's locks).
+  if (!ran && !in_handler && heap::give_back()) ran = stack::run_on_fresh(shim_thread::kStack, how, nullptr);
+  if (!ran) finish::report_failure(ctx, "out of memory (no stack for the stop)");
   done();
 }
 

@@ -14,6 +14,13 @@
 namespace sys {
 pid_t gettid() { return pid_t(syscall(SYS_gettid)); }
 
+bool memory_limited() {
+  struct rlimit r;
+  for (int which : {RLIMIT_AS, RLIMIT_DATA})
+    if (syscall(SYS_prlimit64, 0, which, nullptr, &r) == 0 && r.rlim_cur != RLIM_INFINITY) return true;
+  return false;
+}
+
 bool single_threaded() {
   char buf[1024];
   int fd = int(syscall(SYS_openat, AT_FDCWD, "/proc/self/stat", O_RDONLY | O_CLOEXEC));

@@ -26,6 +26,11 @@ bool fsize_limited();
 void futex_wait(volatile uint32_t* word, uint32_t expect, uint64_t timeout_ns);
 void futex_wake(volatile uint32_t* word);
 
+// Whether RLIMIT_AS or RLIMIT_DATA is finite (ulimit -v, -d): then what the
+// shim reserves or its allocator keeps mapped counts against the program.
+// A raw system call: safe before libc's own set-up.
+bool memory_limited();
+
 // Whether the calling thread is the process's only one (num_threads of
 // /proc/self/stat); false when that cannot be read.
 bool single_threaded();

@@ -64,6 +64,23 @@ def test_a_program_linked_with_tcmalloc_keeps_it_unless_the_heap_is_profiled(ctx
     check(r.out == b"tcmalloc holds 0 MiB\n", "heap on: the shim's jemalloc should serve malloc\n%s" % r.describe())
 
 
+def test_mem_tsv_reads_the_allocator_that_serves(ctx):
+    """NAME.mem.tsv's heap_allocated_bytes is the serving allocator's own
+    count: tc_held holds 16 MiB from tcmalloc for 600 ms with the heap off
+    (rows 10 a second); glibc's mallinfo2, which it used to read, says
+    about nothing."""
+    d = ctx.mkdtemp("prof")
+    r = ctx.run(["tc_held", "600"], PROFILE_DIR=d, PROFILE_HEAP_SAMPLE=0, PROFILE_MEM_HZ=10)
+    check(r.rc == 0, "tc_held:\n%s" % r.describe())
+    path = os.path.join(d, "run.mem.tsv")
+    check(os.path.exists(path), "no run.mem.tsv: %s\n%s" % (sorted(os.listdir(d)), r.describe()))
+    rows = [l.split("\t") for l in open(path).read().splitlines()]
+    col = rows[0].index("heap_allocated_bytes")
+    most = max(int(row[col]) for row in rows[1:]) if len(rows) > 1 else 0
+    check(most >= 16 << 20, "run.mem.tsv: at most %d bytes allocated, tcmalloc held 16 MiB:\n%s"
+          % (most, indent(open(path).read())))
+
+
 def test_a_program_linked_with_jemalloc_keeps_its_own_unless_the_heap_is_profiled(ctx):
     """je_api mixes malloc, mallocx, free, dallocx and sdallocx, and reads
     opt.prof and prof.active with mallctl: inert and with the heap off its
