@@ -22,13 +22,14 @@ namespace alloc_choice {
 namespace detail {
 int g_mode = kUndecided;
 Next g_next;
-}  // namespace detail
-
-namespace {
-
 // What the loader's symbol lookups and the configuration parser allocate
 // while the choice is made: a few KiB. Never freed, never reused.
 alignas(64) char g_arena[256 << 10];
+}  // namespace detail
+using detail::g_arena;
+
+namespace {
+
 size_t g_used;  // bytes handed out, under g_lock
 int g_lock;     // a spin lock: the first call may race on several threads
 int g_deciding;  // set while this image looks up the next definitions
@@ -158,10 +159,6 @@ Mode decide() {
   __atomic_store_n(&detail::g_mode, je ? kJemalloc : kNext, __ATOMIC_RELEASE);
   __atomic_store_n(&g_deciding, 0, __ATOMIC_RELEASE);
   return je ? kJemalloc : kNext;
-}
-
-bool is_bootstrap(const void* p) {
-  return reinterpret_cast<const char*>(p) >= g_arena && reinterpret_cast<const char*>(p) < g_arena + sizeof g_arena;
 }
 
 // Each block is preceded by its size, so realloc and malloc_usable_size

@@ -73,6 +73,7 @@ extern Next g_next;
 inline Mode mode() {
   int m = __atomic_load_n(&detail::g_mode, __ATOMIC_ACQUIRE);
   if (__builtin_expect(m == kUndecided, 0)) return decide();
+  if (m != kNext && m != kJemalloc) __builtin_unreachable();
   return Mode(m);
 }
 
@@ -84,7 +85,14 @@ inline const Next& next() { return detail::g_next; }
 
 // Memory handed out while the next definitions are being looked up (the
 // loader's lookup may allocate): a small static arena that free() ignores.
-bool is_bootstrap(const void* p);
+namespace detail {
+extern char g_arena[256 << 10];
+}  // namespace detail
+// Two compares, inline: free() asks it of every block.
+inline bool is_bootstrap(const void* p) {
+  return reinterpret_cast<__UINTPTR_TYPE__>(p) - reinterpret_cast<__UINTPTR_TYPE__>(detail::g_arena) <
+         sizeof detail::g_arena;
+}
 void* bootstrap_alloc(size_t n, size_t align);
 size_t bootstrap_size(const void* p);
 
