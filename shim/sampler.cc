@@ -4,11 +4,13 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/prctl.h>
 #include <time.h>
 #include <ucontext.h>
@@ -57,6 +59,14 @@ struct State {
   std::atomic<uint64_t> signals, expirations, credited, credited_nanos, threads, timer_failures;
   std::atomic<uint64_t> cut;  // samples whose walk stopped at a frame it could not trust
   std::atomic<int> in_flight;
+  // Each timer holds one of the user's queued-signal slots for its whole
+  // life (the kernel preallocates its signal against RLIMIT_SIGPENDING):
+  // the shim takes at most a quarter of what that limit leaves free, so that
+  // a program under a small one (ulimit -i) keeps room for its own sigqueue
+  // and timers.
+  // Threads past it go unsampled, counted in the summary.
+  std::atomic<long> live_timers;
+  long timer_quota;
   std::atomic<bool> enabled;
   uint64_t period_ns;
   pthread_key_t key;
@@ -145,6 +155,7 @@ bool disarm(Slot* s, uint32_t to) {
   uint32_t want = kLive;
   if (!s->state.compare_exchange_strong(want, to)) return false;
   timer_delete(s->timer);
+  g.live_timers.fetch_sub(1);
   return true;
 }
 
@@ -178,7 +189,8 @@ Slot* arm(pid_t tid, uint64_t start_fn, bool own_exit) {
   sev.sigev_signo = own_signal::number();
   sev.sigev_value.sival_ptr = s;
   sev._sigev_un._tid = tid;
-  if (timer_create(clock, &sev, &s->timer) != 0) {
+  if (g.live_timers.fetch_add(1) >= g.timer_quota || timer_create(clock, &sev, &s->timer) != 0) {
+    g.live_timers.fetch_sub(1);
     g.timer_failures.fetch_add(1);
     release(s);
     return nullptr;
@@ -255,6 +267,19 @@ bool map_tables(std::string* err) {
 void unmap_tables() {
   munmap(g.slots, sizeof(Slot) * kMaxSlots);
   g_table.unmap();
+}
+
+// A quarter of what the user's RLIMIT_SIGPENDING leaves free now (SigQ in
+// /proc/self/status: queued for this user / limit), at least one.
+long timer_quota() {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_SIGPENDING, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return LONG_MAX;
+  long limit = long(rl.rlim_cur), used = 0;
+  std::string status = sys::read_file("/proc/self/status");
+  size_t at = status.find("\nSigQ:\t");
+  if (at != std::string::npos) used = strtol(status.c_str() + at + 7, nullptr, 10);
+  long quota = (limit - used) / 4;
+  return quota > 1 ? quota : 1;
 }
 
 bool arm_self(std::string* err, uint64_t start_fn = 0) {
@@ -360,6 +385,7 @@ void on_lost_timer(const siginfo_t* si) {
 bool start(uint32_t hz, std::string* err) {
   if (!map_tables(err)) return false;
   g.period_ns = 1000000000ull / hz;
+  g.timer_quota = timer_quota();
   if (pthread_key_create(&g.key, on_thread_exit) != 0) {
     *err = "cannot create a thread key for the CPU timers";
     return false;
@@ -397,6 +423,7 @@ void reset_after_fork() {
     return;
   }
   g.enabled.store(true);
+  g.live_timers.store(0);  // timers are not inherited
   arm_self(&err, start_fn);
 }
 
