@@ -57,15 +57,6 @@ def test_cxx_allocation_api_dense_sampling(ctx):
     _active(ctx, "alloc_api_cc", "alloc_api_cc: all ok", plain, PROFILE_HEAP_SAMPLE=4096)
 
 
-def _opt(ctx, name, malloc_conf, **vars):
-    """jemalloc's own report of an option (MALLOC_CONF=stats_print:true makes
-    it print its settings at exit), inert unless vars say otherwise."""
-    r = ctx.run(["hello"], MALLOC_CONF="stats_print:true" + malloc_conf, **vars)
-    lines = [l.strip() for l in r.stderr_lines if l.strip().startswith("opt.%s:" % name)]
-    check(r.rc == 0 and len(lines) == 1, "no single opt.%s line in jemalloc's stats\n%s" % (name, r.describe()))
-    return lines[0].split(":", 1)[1].strip()
-
-
 def test_a_lone_thread_shares_the_main_arena_threads_together_do_not(ctx):
     """A thread started while no other of the program's is alive allocates
     from arena 0, the main thread's (alone on an arena of its own, jemalloc
