@@ -15,6 +15,7 @@
 
 #include "procmaps.h"
 #include "symbolize_internal.h"
+#include "symbolize_perfmap.h"
 #include "sys.h"
 #include "unload.h"
 
@@ -75,6 +76,8 @@ struct Session::Impl {
   std::vector<std::vector<int>> remap;
   std::unordered_map<uint64_t, Gone> gone;
   std::vector<ExecRange> gone_exec;  // the gone mappings that were added, sorted
+  PerfMap jit;  // names of generated code, if the process wrote a perf map
+  void name_generated(uint64_t pc, Result* r);
 
   void find_modules();
   void build_mappings();
@@ -228,6 +231,11 @@ bool Session::Impl::mapped_by_same_file(int live, const pprof::Mapping& was) con
   return live >= 0 && mappings[live].file == was.file && mappings[live].build_id == was.build_id;
 }
 
+// Code of no file, named if the process's perf map names it.
+void Session::Impl::name_generated(uint64_t pc, Result* r) {
+  if (const std::string* name = jit.find(pc)) r->frames.push_back(pprof::Frame{*name, *name, "", 0, 0});
+}
+
 Result Session::Impl::resolve(uint64_t pc) {
   Result r;
   r.mapping = mapping_of(pc);
@@ -249,9 +257,14 @@ Result Session::Impl::resolve(uint64_t pc) {
     auto it = std::upper_bound(gone_exec.begin(), gone_exec.end(), pc,
                                [](uint64_t v, const ExecRange& e) { return v < e.start; });
     if (it != gone_exec.begin() && pc < (--it)->end) r.mapping = it->mapping;
+    if (r.mapping < 0) name_generated(pc, &r);
     return r;
   }
   const int m = module_of_mapping[r.mapping];
+  if (m < 0) {  // anonymous executable memory: generated code
+    name_generated(pc, &r);
+    return r;
+  }
   const bool keep = cacheable(m);
   const uint64_t rel = keep ? pc - mods[m]->low : 0;
   if (keep)

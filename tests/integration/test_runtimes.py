@@ -140,3 +140,25 @@ def test_php_with_its_extensions(ctx):
     check(any("php" in c for c in prof.comments) and prof.total("alloc_space") > (1 << 20),
           "heap on: run.heap.pprof should be php's and hold its allocations (>1 MiB): %s\n%s"
           % (prof.comments, prof.cum_table("alloc_space")))
+
+
+def test_generated_code_is_named_from_the_perf_map(ctx):
+    """jit_perfmap runs a loop it generated into anonymous memory and names
+    it in /tmp/perf-PID.map, as Node (--perf-basic-prof), LuaJIT and BEAM
+    (+JPperf true) do: the CPU profile names that code JIT:counted_loop,
+    with most of the CPU; it was code of no file, unnamed, before. The map
+    is kept until the stop has read it, then removed here."""
+    d = ctx.mkdtemp("prof")
+    r = run(ctx, [ctx.workload("jit_perfmap"), "400", "keep"], env=prof_env(ctx, d, PROFILE_HEAP_SAMPLE=0))
+    try:
+        check(r.status.is_exit(0) and "jit_perfmap: done" in r.stdout_text, "jit_perfmap:\n%s" % r.describe())
+        prof = ctx.read(os.path.join(d, "run.cpu.pprof"), r)
+        flat = prof.flat("JIT:counted_loop", "cpu")
+        check(flat > 0.5 * prof.total("cpu"), "JIT:counted_loop has %d of %d ns of CPU\n%s"
+              % (flat, prof.total("cpu"), prof.cum_table("cpu")))
+    finally:
+        if r.pid:
+            try:
+                os.unlink("/tmp/perf-%d.map" % r.pid)
+            except OSError:
+                pass
