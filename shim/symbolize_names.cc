@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cctype>
 #include <cstring>
 
 #include "symbolize_namer.h"
@@ -42,6 +43,43 @@ void drop_clone_suffix(std::string* s, bool demangled) {
       if (s->compare(dot + 1, std::strlen(tag), tag) == 0) return s->resize(dot);
 }
 
+// Rust's legacy mangling is C++'s (_ZN...E) with two additions the C++
+// demangler leaves as they are (rustc-demangle's legacy.rs): a last path
+// segment "h" + 16 hex digits, a hash of the crate's build, and "$...$"
+// escapes for the characters a C++ name cannot hold, with ".." for "::".
+// True if *s was such a name, now in Rust's spelling.
+bool rust_legacy(std::string* s) {
+  const size_t n = s->size();
+  if (n < 20 || s->compare(n - 19, 3, "::h") != 0) return false;
+  for (size_t i = n - 16; i < n; ++i)
+    if (!std::isxdigit(static_cast<unsigned char>((*s)[i]))) return false;
+  static const struct { const char* esc; const char* text; } kEscapes[] = {
+      {"$SP$", "@"}, {"$BP$", "*"}, {"$RF$", "&"}, {"$LT$", "<"}, {"$GT$", ">"}, {"$LP$", "("},
+      {"$RP$", ")"}, {"$C$", ","}, {"$u7e$", "~"}, {"$u20$", " "}, {"$u27$", "'"}, {"$u3d$", "="},
+      {"$u5b$", "["}, {"$u5d$", "]"}, {"$u7b$", "{"}, {"$u7d$", "}"}, {"$u3b$", ";"}, {"$u2b$", "+"},
+      {"$u22$", "\""}};
+  std::string in = s->substr(0, n - 19), out;
+  for (size_t i = 0; i < in.size();) {
+    bool done = false;
+    if (in[i] == '$')
+      for (const auto& e : kEscapes)
+        if (in.compare(i, std::strlen(e.esc), e.esc) == 0) {
+          out += e.text, i += std::strlen(e.esc), done = true;
+          break;
+        }
+    if (done) continue;
+    if (in.compare(i, 2, "..") == 0) {
+      out += "::", i += 2;
+    } else if (in.compare(i, 3, "::_") == 0 && i + 3 < in.size() && in[i + 3] == '$') {
+      out += "::", i += 3;  // "_$" starts a segment that begins with an escape
+    } else {
+      out += in[i++];
+    }
+  }
+  *s = out;
+  return true;
+}
+
 }  // namespace
 
 const std::string& Names::demangle(const char* sys) {
@@ -54,6 +92,7 @@ const std::string& Names::demangle(const char* sys) {
     char* d = abi::__cxa_demangle(sys, nullptr, nullptr, &status);
     if (d && status == 0) out = d, demangled = true;
     std::free(d);
+    if (demangled && rust_legacy(&out)) return cache_.emplace(sys, std::move(out)).first->second;
   }
   drop_clone_suffix(&out, demangled);
   return cache_.emplace(sys, std::move(out)).first->second;

@@ -68,6 +68,18 @@ void print(const char* what, const symbolize::Result& r) {
 
 }  // namespace
 
+TEST(rust_legacy_names_read_as_rust_writes_them) {
+  symbolize::internal::Names n;
+  // rustc 1.63's legacy mangling of rs_work::store::Index<K>::churn.
+  CHECK_EQ(n.demangle("_ZN7rs_work5store14Index$LT$K$GT$5churn17h04471247aedfa425E"),
+           std::string("rs_work::store::Index<K>::churn"));
+  CHECK_EQ(n.demangle("_ZN4core3ptr85drop_in_place$LT$std..rt..lang_start$LT$$LP$$RP$$GT$..$u7b$$u7b$closure$u7d$$u7d$$GT$17h2a1c1bd6a5a8e4f2E"),
+           std::string("core::ptr::drop_in_place<std::rt::lang_start<()>::{{closure}}>"));
+  CHECK_EQ(n.demangle("_ZN3foo3bar17h0123456789abcdefE"), std::string("foo::bar"));
+  // A C++ name whose last part merely looks like a hash is C++'s.
+  CHECK_EQ(n.demangle("_ZN3foo17hxyz456789abcdefgE"), std::string("foo::hxyz456789abcdefg"));
+}
+
 TEST(clone_suffixes_are_not_part_of_the_name) {
   symbolize::internal::Names n;
   CHECK_EQ(n.demangle("_ZN2wlL6partlyEml.constprop.0"), std::string("wl::partly(unsigned long, long)"));
