@@ -62,6 +62,8 @@ SIGCALL int wait_info(const sigset_t* set, siginfo_t* info, const struct timespe
 
 // --- dispositions -------------------------------------------------------------
 
+EXPORT int sigaltstack(const stack_t* ss, stack_t* old) noexcept { return signals::on_sigaltstack(ss, old); }
+
 EXPORT int sigaction(int sig, const struct sigaction* act, struct sigaction* old) noexcept {
   return signals::on_sigaction(sig, act, old);
 }

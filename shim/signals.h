@@ -60,5 +60,10 @@ void release_altstack(void* stack);
 // its context, which the kernel restores then. Never unmapped: no exit of
 // that thread reaches the shim. Signal-safe.
 void altstack_on_return(void* ucontext);
+// The program's sigaltstack: the shim's own stack reads as none, and one
+// the program replaces or switches off is unmapped.
+int on_sigaltstack(const stack_t* ss, stack_t* old);
+// sigaltstack without the program's view, for the shim's own calls.
+int raw_sigaltstack(const stack_t* ss, stack_t* old);
 
 }  // namespace signals

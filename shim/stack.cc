@@ -7,6 +7,7 @@
 
 #include <atomic>
 
+#include "signals.h"
 #include "stackwalk.h"
 
 // Switches to `top` (16-byte aligned), calls fn(arg) there, switches back.
@@ -59,13 +60,13 @@ struct Call {
 void on_fresh(void* p) {
   auto* c = static_cast<Call*>(p);
   stack_t mine = {c->alt, 0, kNestedAlt}, before;
-  bool swapped = sigaltstack(&mine, &before) == 0;
+  bool swapped = signals::raw_sigaltstack(&mine, &before) == 0;
   stackwalk::Bounds was = stackwalk::use_stack(c->stack);
   c->fn(c->arg);
   stackwalk::use_stack(was);
   if (swapped) {
     before.ss_flags &= SS_DISABLE;  // SS_ONSTACK is a report, not a setting
-    sigaltstack(&before, nullptr);
+    signals::raw_sigaltstack(&before, nullptr);
   }
 }
 

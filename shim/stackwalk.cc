@@ -15,6 +15,7 @@
 #include "stack.h"
 #include "stackwalk_guard.h"
 #include "wrappers.h"
+#include "signals.h"
 
 extern "C" void* __tls_get_addr(void*);  // the dynamic loader's: a probe for its address range
 // The signal masks' and waits' wrappers (hooks_signal.cc): a fatal signal
@@ -359,7 +360,8 @@ bool room_here() {
   // Not a stack the program switched to (a coroutine's or fiber's,
   // makecontext, of any size: a 16 KiB one with 14 KiB in use overflowed).
   stack_t ss;
-  return sigaltstack(nullptr, &ss) == 0 && (ss.ss_flags & SS_ONSTACK) && room_below(sp, &ss) >= kUnwindRoom;
+  return signals::raw_sigaltstack(nullptr, &ss) == 0 && (ss.ss_flags & SS_ONSTACK) &&
+         room_below(sp, &ss) >= kUnwindRoom;
 }
 
 Bounds use_stack(Bounds b) {
