@@ -4,9 +4,11 @@ through), undisturbed by stale temp files, and a full disk at the stop is a
 reported teardown error that changes nothing else."""
 
 import os
+import signal
 import subprocess
+import time
 
-from common import ERROR_PREFIX, check, files_in
+from common import ERROR_PREFIX, Result, check, describe_env, files_in
 
 VICTIM_TEXT = b"victim: must never be written by the shim\n"
 
@@ -81,34 +83,12 @@ def test_existing_profiles_replaced(ctx):
     check(files_in(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "PROFILE_DIR holds %s" % files_in(d))
 
 
-def _last_pid():
-    try:
-        with open("/proc/sys/kernel/ns_last_pid") as f:
-            return int(f.read())
-    except (OSError, ValueError):
-        return os.getpid()
-
-
 def test_stale_temp_files_do_not_block(ctx):
     """Junk that looks like the shim's temp files, and symlinks at the temp
-    names the next pids would use, must neither stop the write nor be
-    written through. (Other processes on a busy machine can take the
-    predicted pids: tried again, up to five times, until the program's pid
-    is among them.)"""
-    for attempt in range(5):
-        d, victim, junk, last, r = _plant_and_run(ctx)
-        if last < r.pid < last + 48:
-            break
-    check(last < r.pid < last + 48, "in 5 tries the program's pid was never among the predicted ones (the last, %d, not in "
-          "%d..%d), so the planted temp names were not exercised" % (r.pid, last + 1, last + 47))
-    _check_victim(victim, "symlinks planted at likely temp-file names")
-    _check_profiles(ctx, d, r)
-    left = sorted(set(files_in(d)) - set(junk))
-    check(left == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "after the run PROFILE_DIR has new entries %s "
-          "(leftover temp files?)" % left)
-
-
-def _plant_and_run(ctx):
+    names the program's pid gives, must neither stop the write nor be
+    written through. The program is started stopped before its exec, so its
+    pid is known when the names are planted (guessing the next pids failed
+    when other processes on the machine took them)."""
     d = ctx.mkdtemp("prof")
     victim = _victim(ctx)
     junk = []
@@ -120,20 +100,72 @@ def _plant_and_run(ctx):
                 with open(p, "wb") as f:
                     f.write(b"stale junk\n")
                 junk.append(n)
-        last = _last_pid()
-        pats = [".{b}.tmp.{p}", ".{b}.{p}.tmp", "{b}.tmp.{p}", ".{b}.tmp{p}"]
-        # "<dir>/.<name>.tmp.<pid>.<seq>": what one killed run with the same
-        # pid (pid reuse) leaves behind: its probe, cpu, heap and wait temporaries.
-        pats += [".{b}.tmp.{p}.%d" % seq for seq in range(4)]
-        pats += [".profshim-probe.tmp.{p}.%d" % seq for seq in range(4)]
-        for pid in range(last + 1, last + 48):
+
+    def plant(pid):
+        for kind in ("cpu", "heap", "wait"):
+            base = "run.%s.pprof" % kind
+            pats = [".{b}.tmp.{p}", ".{b}.{p}.tmp", "{b}.tmp.{p}", ".{b}.tmp{p}"]
+            # "<dir>/.<name>.tmp.<pid>.<seq>": what one killed run with the same
+            # pid (pid reuse) leaves behind: its probe, cpu, heap and wait temporaries.
+            pats += [".{b}.tmp.{p}.%d" % seq for seq in range(4)]
+            pats += [".profshim-probe.tmp.{p}.%d" % seq for seq in range(4)]
             for pat in pats:
                 n = pat.format(b=base, p=pid)
                 if not os.path.lexists(os.path.join(d, n)):
                     os.symlink(victim, os.path.join(d, n))
                     junk.append(n)
-    r, _ = ctx.profile(["hello"], dir=d)
-    return d, victim, junk, last, r
+
+    r = _run_planted(ctx, d, plant)
+    check(r.rc == 0, "hello under the shim: %s\n%s" % (r.status_text(), r.describe()))
+    _check_victim(victim, "symlinks planted at the program's temp-file names")
+    _check_profiles(ctx, d, r)
+    left = sorted(set(files_in(d)) - set(junk))
+    check(left == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "after the run PROFILE_DIR has new entries %s "
+          "(leftover temp files?)" % left)
+
+
+def _run_planted(ctx, d, plant):
+    """Runs hello profiled into d: forked, stopped before its exec (the shim
+    not loaded yet, its pid known), plant(pid), then let go."""
+    env = ctx.env(PROFILE_DIR=d, PROFILE_NAME="run")
+    argv = [ctx.workload("hello")]
+    cwd = ctx.mkdtemp("cwd")
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    t0 = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.dup2(out_w, 1)
+            os.dup2(err_w, 2)
+            os.chdir(cwd)
+            os.kill(os.getpid(), signal.SIGSTOP)
+            os.execve(argv[0], argv, env)
+        finally:
+            os._exit(127)
+    os.close(out_w)
+    os.close(err_w)
+    _, st = os.waitpid(pid, os.WUNTRACED)
+    check(os.WIFSTOPPED(st), "the child did not stop before its exec (status %#x)" % st)
+    try:
+        plant(pid)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    _, st = os.waitpid(pid, 0)
+    out, err = _drain(out_r), _drain(err_r)
+    return Result(argv, describe_env(env), os.waitstatus_to_exitcode(st), out, err, time.monotonic() - t0, 0.0,
+                  cwd, pid)
+
+
+def _drain(fd):
+    chunks = []
+    while True:
+        b = os.read(fd, 65536)
+        if not b:
+            break
+        chunks.append(b)
+    os.close(fd)
+    return b"".join(chunks)
 
 
 def test_full_disk_at_the_stop(ctx):
