@@ -219,7 +219,22 @@ Result others(uint64_t deadline_ns, uint64_t park_until_ns) {
   return r;
 }
 
+bool another_takes_now(int sig);
+
 bool another_takes(int sig) {
+  // Other threads block every signal for moments of their own (glibc's
+  // pthread_create while it clones, a new thread until it is set up): one
+  // that blocks it now may take it a moment later. Asked again for up to
+  // 20 ms before the answer is no.
+  for (int i = 0; i < 100; ++i) {
+    if (another_takes_now(sig)) return true;
+    struct timespec ts = {0, 200000};
+    syscall(SYS_nanosleep, &ts, nullptr);
+  }
+  return false;
+}
+
+bool another_takes_now(int sig) {
   int dirfd = int(syscall(SYS_openat, AT_FDCWD, "/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dirfd < 0) return false;
   const int32_t self = int32_t(sys::gettid());
