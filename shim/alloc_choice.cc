@@ -87,6 +87,10 @@ void find(F* slot, const char* name) {
   *slot = reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
 }
 
+// Only names every glibc since 2.26 defines: a lookup that fails leaves an
+// error that dlerror() would translate, taking the locale lock, and the
+// first malloc may come from inside newlocale() (curl's libp11-kit
+// constructor), which holds it: curl and wget hung inert.
 void resolve_next() {
   Next& n = detail::g_next;
   find(&n.malloc, "malloc");
@@ -100,19 +104,7 @@ void resolve_next() {
   find(&n.pvalloc, "pvalloc");
   find(&n.reallocarray, "reallocarray");
   find(&n.malloc_usable_size, "malloc_usable_size");
-  find(&n.mallocx, "mallocx");
-  find(&n.rallocx, "rallocx");
-  find(&n.xallocx, "xallocx");
-  find(&n.sallocx, "sallocx");
-  find(&n.dallocx, "dallocx");
-  find(&n.sdallocx, "sdallocx");
-  find(&n.nallocx, "nallocx");
-  find(&n.mallctl, "mallctl");
-  find(&n.mallctlnametomib, "mallctlnametomib");
-  find(&n.mallctlbymib, "mallctlbymib");
-  find(&n.malloc_stats_print, "malloc_stats_print");
   find(&n.mallinfo, "mallinfo");
-  find(&n.mallinfo2, "mallinfo2");
   find(&n.malloc_trim, "malloc_trim");
   find(&n.malloc_stats, "malloc_stats");
   find(&n.malloc_info, "malloc_info");
@@ -123,7 +115,6 @@ void resolve_next() {
   find(&n.libc_memalign, "__libc_memalign");
   find(&n.libc_valloc, "__libc_valloc");
   find(&n.libc_pvalloc, "__libc_pvalloc");
-  find(&n.cfree, "cfree");
   if (!n.libc_malloc) n.libc_malloc = n.malloc;
   if (!n.libc_calloc) n.libc_calloc = n.calloc;
   if (!n.libc_realloc) n.libc_realloc = n.realloc;
@@ -131,11 +122,9 @@ void resolve_next() {
   if (!n.libc_memalign) n.libc_memalign = n.memalign;
   if (!n.libc_valloc) n.libc_valloc = n.valloc;
   if (!n.libc_pvalloc) n.libc_pvalloc = n.pvalloc;
-  if (!n.cfree) n.cfree = n.free;
-  // The names glibc lacks (mallocx, cfree...) left an error for dlerror():
-  // a program that reads it without calling dlsym first would see ours.
-  dlerror();
 }
+
+int g_optional_state;  // 0 not looked up, 1 being looked up, 2 done
 
 }  // namespace
 
@@ -159,6 +148,35 @@ Mode decide() {
   __atomic_store_n(&detail::g_mode, je ? kJemalloc : kNext, __ATOMIC_RELEASE);
   __atomic_store_n(&g_deciding, 0, __ATOMIC_RELEASE);
   return je ? kJemalloc : kNext;
+}
+
+const Next& optional() {
+  if (__atomic_load_n(&g_optional_state, __ATOMIC_ACQUIRE) == 2) return detail::g_next;
+  int none = 0;
+  if (__atomic_compare_exchange_n(&g_optional_state, &none, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    Next& n = detail::g_next;
+    find(&n.mallocx, "mallocx");
+    find(&n.rallocx, "rallocx");
+    find(&n.xallocx, "xallocx");
+    find(&n.sallocx, "sallocx");
+    find(&n.dallocx, "dallocx");
+    find(&n.sdallocx, "sdallocx");
+    find(&n.nallocx, "nallocx");
+    find(&n.mallctl, "mallctl");
+    find(&n.mallctlnametomib, "mallctlnametomib");
+    find(&n.mallctlbymib, "mallctlbymib");
+    find(&n.malloc_stats_print, "malloc_stats_print");
+    find(&n.mallinfo2, "mallinfo2");
+    find(&n.cfree, "cfree");
+    if (!n.cfree) n.cfree = n.free;
+    // The names glibc lacks left an error for dlerror(): a program that
+    // reads it without a dlsym of its own first would see ours.
+    dlerror();
+    __atomic_store_n(&g_optional_state, 2, __ATOMIC_RELEASE);
+  } else {
+    while (__atomic_load_n(&g_optional_state, __ATOMIC_ACQUIRE) != 2) __builtin_ia32_pause();
+  }
+  return detail::g_next;
 }
 
 // Each block is preceded by its size, so realloc and malloc_usable_size

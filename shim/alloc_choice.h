@@ -80,8 +80,12 @@ inline Mode mode() {
 // True if jemalloc serves (the heap is profiled). Decides on first use.
 inline bool jemalloc() { return mode() == kJemalloc; }
 
-// Only meaningful when mode() is kNext.
+// Only meaningful when mode() is kNext. The names every glibc defines;
+// the others (jemalloc's API, mallinfo2, cfree) through optional().
 inline const Next& next() { return detail::g_next; }
+// The same with the names glibc may lack looked up too: at the first call
+// that needs one, never inside the image's first malloc (alloc_choice.cc).
+const Next& optional();
 
 // Memory handed out while the next definitions are being looked up (the
 // loader's lookup may allocate): a small static arena that free() ignores.

@@ -214,6 +214,6 @@ EXPORT void* __libc_pvalloc(size_t n) {
   return pvalloc(n);
 }
 EXPORT void cfree(void* p) {
-  if (mode() == kNext && !alloc_choice::is_bootstrap(p)) { next().cfree(p); KEEP_FRAME_VOID(); return; }
+  if (mode() == kNext && !alloc_choice::is_bootstrap(p)) { alloc_choice::optional().cfree(p); KEEP_FRAME_VOID(); return; }
   free(p);
 }

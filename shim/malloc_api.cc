@@ -117,7 +117,7 @@ bool program_jemalloc_compatible(std::string* err) {
 EXPORT PROFSHIM_ALLOC int mallctl(const char* name, void* oldp, size_t* oldlenp, void* newp, size_t newlen) {
   using namespace malloc_api;
   if (alloc_choice::mode() != alloc_choice::kJemalloc) {
-    auto f = alloc_choice::next().mallctl;
+    auto f = alloc_choice::optional().mallctl;
     int r = f ? f(name, oldp, oldlenp, newp, newlen) : ENOENT;
     PROFSHIM_KEEP_FRAME(r);
     return r;
@@ -130,7 +130,7 @@ EXPORT PROFSHIM_ALLOC int mallctlbymib(const size_t* mib, size_t miblen, void* o
                         size_t newlen) {
   using namespace malloc_api;
   if (alloc_choice::mode() != alloc_choice::kJemalloc) {
-    auto f = alloc_choice::next().mallctlbymib;
+    auto f = alloc_choice::optional().mallctlbymib;
     int r = f ? f(mib, miblen, oldp, oldlenp, newp, newlen) : ENOENT;
     PROFSHIM_KEEP_FRAME(r);
     return r;

@@ -112,7 +112,7 @@ EXPORT struct mallinfo2 mallinfo2(void) {
   if (alloc_choice::mode() != alloc_choice::kJemalloc) {
     // A glibc older than 2.33 has no mallinfo2: zeros, as a reader of it
     // on such a system would get from nothing.
-    auto f = theirs<struct mallinfo2 (*)(void)>(alloc_choice::next().mallinfo2);
+    auto f = theirs<struct mallinfo2 (*)(void)>(alloc_choice::optional().mallinfo2);
     struct mallinfo2 r = {};
     if (f) r = f();
     PROFSHIM_KEEP_FRAME_VOID();

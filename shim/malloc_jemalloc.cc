@@ -47,8 +47,8 @@ void* emulated_alloc(size_t n, int flags) {
 
 EXPORT void* mallocx(size_t n, int flags) {
   if (mode() == kJemalloc) return profshim_je_mallocx(n, flags);
-  if (next().mallocx) {
-    auto r = next().mallocx(n, flags);
+  if (alloc_choice::optional().mallocx) {
+    auto r = alloc_choice::optional().mallocx(n, flags);
     PROFSHIM_KEEP_FRAME(r);
     return r;
   }
@@ -58,8 +58,8 @@ EXPORT void* mallocx(size_t n, int flags) {
 EXPORT void* rallocx(void* p, size_t n, int flags) {
   if (alloc_choice::is_bootstrap(p)) return realloc(p, n);
   if (mode() == kJemalloc) return profshim_je_rallocx(p, n, flags);
-  if (next().rallocx) {
-    auto r = next().rallocx(p, n, flags);
+  if (alloc_choice::optional().rallocx) {
+    auto r = alloc_choice::optional().rallocx(p, n, flags);
     PROFSHIM_KEEP_FRAME(r);
     return r;
   }
@@ -75,8 +75,8 @@ EXPORT void* rallocx(void* p, size_t n, int flags) {
 // In place: the next malloc has no such call, so the block keeps its size.
 EXPORT size_t xallocx(void* p, size_t n, size_t extra, int flags) {
   if (mode() == kJemalloc) return profshim_je_xallocx(p, n, extra, flags);
-  if (next().xallocx) {
-    auto r = next().xallocx(p, n, extra, flags);
+  if (alloc_choice::optional().xallocx) {
+    auto r = alloc_choice::optional().xallocx(p, n, extra, flags);
     PROFSHIM_KEEP_FRAME(r);
     return r;
   }
@@ -85,8 +85,8 @@ EXPORT size_t xallocx(void* p, size_t n, size_t extra, int flags) {
 
 EXPORT size_t sallocx(const void* p, int flags) {
   if (mode() == kJemalloc) return profshim_je_sallocx(p, flags);
-  if (next().sallocx) {
-    auto r = next().sallocx(p, flags);
+  if (alloc_choice::optional().sallocx) {
+    auto r = alloc_choice::optional().sallocx(p, flags);
     PROFSHIM_KEEP_FRAME(r);
     return r;
   }
@@ -96,8 +96,8 @@ EXPORT size_t sallocx(const void* p, int flags) {
 EXPORT void dallocx(void* p, int flags) {
   if (alloc_choice::is_bootstrap(p)) return;
   if (mode() == kJemalloc) return profshim_je_dallocx(p, flags);
-  if (next().dallocx) {
-    next().dallocx(p, flags);
+  if (alloc_choice::optional().dallocx) {
+    alloc_choice::optional().dallocx(p, flags);
     PROFSHIM_KEEP_FRAME_VOID();
     return;
   }
@@ -107,8 +107,8 @@ EXPORT void dallocx(void* p, int flags) {
 EXPORT void sdallocx(void* p, size_t n, int flags) {
   if (alloc_choice::is_bootstrap(p)) return;
   if (mode() == kJemalloc) return profshim_je_sdallocx(p, n, flags);
-  if (next().sdallocx) {
-    next().sdallocx(p, n, flags);
+  if (alloc_choice::optional().sdallocx) {
+    alloc_choice::optional().sdallocx(p, n, flags);
     PROFSHIM_KEEP_FRAME_VOID();
     return;
   }
@@ -119,8 +119,8 @@ EXPORT void sdallocx(void* p, size_t n, int flags) {
 // jemalloc answers.
 EXPORT size_t nallocx(size_t n, int flags) {
   if (mode() == kJemalloc) return profshim_je_nallocx(n, flags);
-  if (next().nallocx) {
-    auto r = next().nallocx(n, flags);
+  if (alloc_choice::optional().nallocx) {
+    auto r = alloc_choice::optional().nallocx(n, flags);
     PROFSHIM_KEEP_FRAME(r);
     return r;
   }
@@ -131,8 +131,8 @@ EXPORT size_t nallocx(size_t n, int flags) {
 
 EXPORT int mallctlnametomib(const char* name, size_t* mib, size_t* len) {
   if (mode() == kJemalloc) return profshim_je_mallctlnametomib(name, mib, len);
-  if (next().mallctlnametomib) {
-    auto r = next().mallctlnametomib(name, mib, len);
+  if (alloc_choice::optional().mallctlnametomib) {
+    auto r = alloc_choice::optional().mallctlnametomib(name, mib, len);
     PROFSHIM_KEEP_FRAME(r);
     return r;
   }
@@ -141,6 +141,6 @@ EXPORT int mallctlnametomib(const char* name, size_t* mib, size_t* len) {
 
 EXPORT void malloc_stats_print(void (*write_cb)(void*, const char*), void* opaque, const char* opts) {
   if (mode() == kJemalloc) return profshim_je_malloc_stats_print(write_cb, opaque, opts);
-  if (next().malloc_stats_print) next().malloc_stats_print(write_cb, opaque, opts);
+  if (alloc_choice::optional().malloc_stats_print) alloc_choice::optional().malloc_stats_print(write_cb, opaque, opts);
   PROFSHIM_KEEP_FRAME_VOID();
 }

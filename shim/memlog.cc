@@ -43,7 +43,7 @@ void allocator_figures(uint64_t* allocated, uint64_t* mapped) {
     *mapped = jemalloc_raw::stat("stats.mapped");
     return;
   }
-  if (auto ctl = alloc_choice::next().mallctl) {
+  if (auto ctl = alloc_choice::optional().mallctl) {
     uint64_t epoch = 1;
     size_t esz = sizeof epoch, a = 0, m = 0, sz = sizeof a;
     ctl("epoch", &epoch, &esz, &epoch, esz);

@@ -59,7 +59,9 @@ bool rust_legacy(std::string* s) {
       {"$u5b$", "["}, {"$u5d$", "]"}, {"$u7b$", "{"}, {"$u7d$", "}"}, {"$u3b$", ";"}, {"$u2b$", "+"},
       {"$u22$", "\""}};
   std::string in = s->substr(0, n - 19), out;
-  for (size_t i = 0; i < in.size();) {
+  // A path whose first segment begins with an escape ("_$LT$T as Trait$GT$").
+  size_t i = in.compare(0, 2, "_$") == 0 ? 1 : 0;
+  for (; i < in.size();) {
     bool done = false;
     if (in[i] == '$')
       for (const auto& e : kEscapes)
@@ -92,6 +94,15 @@ const std::string& Names::demangle(const char* sys) {
     char* d = abi::__cxa_demangle(sys, nullptr, nullptr, &status);
     if (d && status == 0) out = d, demangled = true;
     std::free(d);
+    // A suffix the C++ demangler does not take (LLVM's ".llvm.1075...",
+    // on Rust's symbols): the name before it.
+    const char* dot = std::strstr(sys, ".llvm.");
+    if (!demangled && dot) {
+      std::string head(sys, size_t(dot - sys));
+      d = abi::__cxa_demangle(head.c_str(), nullptr, nullptr, &status);
+      if (d && status == 0) out = d, demangled = true;
+      std::free(d);
+    }
     if (demangled && rust_legacy(&out)) return cache_.emplace(sys, std::move(out)).first->second;
   }
   drop_clone_suffix(&out, demangled);

@@ -146,3 +146,21 @@ def test_a_crash_beside_a_thread_inside_glibc_malloc_trim_leaves_its_files(ctx):
             got = sorted(n for n in os.listdir(d) if n.endswith(".pprof"))
             check(got == ["run.cpu.pprof", "run.wait.pprof"], "%s run %d: PROFILE_DIR holds %s\n%s"
                   % (what, i, got, r.describe()))
+
+
+def test_a_first_malloc_inside_newlocale_leaves_the_locale_lock_alone(ctx):
+    """A library constructor calls newlocale(), which holds glibc's locale
+    lock while it allocates: that malloc was the process's first, and
+    deciding the allocator looked up names glibc lacks and cleared the
+    error, which dlerror() translates under the same lock. The count went
+    wrong and the program's next setlocale() hung, inert and with the heap
+    off (curl, wget, gpg). Each mode: as plain, within the hang guard."""
+    d = ctx.mkdtemp("locale")
+    compile_c(ctx, os.path.join(d, "liblocale_ctor.so"), [workload_source("lib/locale_ctor.c")], shared=True)
+    prog = compile_c(ctx, os.path.join(d, "locale_main"), [workload_source("lib/locale_main.c")],
+                     args=["-L" + d, "-Wl,--no-as-needed", "-llocale_ctor", "-Wl,-rpath," + d])
+    plain = ctx.run_plain([prog])
+    check(plain.rc == 0 and plain.out.startswith(b"locales "), "plain:\n%s" % plain.describe())
+    for mode in MODES:
+        r = _run(ctx, [prog], mode)
+        check(r.out == plain.out, "%s: output differs from plain\n%s" % (mode, r.describe()))

@@ -33,3 +33,18 @@ def test_the_program_keeps_its_share_of_queued_signals(ctx):
     lines = r.summary_lines()
     check(len(lines) == 1 and re.search(r"\d+ threads unsampled \(no timer\)", lines[0]),
           "the summary should say how many threads went unsampled:\n%s" % r.describe())
+
+
+def test_no_slot_left_at_all_means_unsampled_not_refused(ctx):
+    """Under ulimit -i 1 (no queued-signal slot free for the user) the main
+    thread's own timer cannot be made either: the program runs as plain,
+    unsampled and said so; it used to be refused as a setup error (exit
+    78)."""
+    argv = ["hello"]
+    lim = [(resource.RLIMIT_SIGPENDING, 1)]
+    plain = run(ctx, argv, env=ctx.env(preload=False), rlimits=lim)
+    check(plain.status.is_exit(0), "without the shim:\n%s" % plain.describe())
+    d = ctx.mkdtemp("prof")
+    r = run(ctx, argv, env=prof_env(ctx, d, PROFILE_HEAP_SAMPLE=0), rlimits=lim)
+    check(r.status.key() == plain.status.key() and r.out == plain.out, "under the shim:\n%s" % r.describe())
+    check(pprofs(d) == ["run.cpu.pprof", "run.wait.pprof"], "PROFILE_DIR holds %s\n%s" % (pprofs(d), r.describe()))

@@ -76,6 +76,9 @@ TEST(rust_legacy_names_read_as_rust_writes_them) {
   CHECK_EQ(n.demangle("_ZN4core3ptr85drop_in_place$LT$std..rt..lang_start$LT$$LP$$RP$$GT$..$u7b$$u7b$closure$u7d$$u7d$$GT$17h2a1c1bd6a5a8e4f2E"),
            std::string("core::ptr::drop_in_place<std::rt::lang_start<()>::{{closure}}>"));
   CHECK_EQ(n.demangle("_ZN3foo3bar17h0123456789abcdefE"), std::string("foo::bar"));
+  // A trait impl's path starts with an escape; LLVM may add a suffix.
+  CHECK_EQ(n.demangle("_ZN71_$LT$core..hash..sip..Hasher$LT$S$GT$$u20$as$u20$core..hash..Hasher$GT$5write17h4f7b3dff0b6ade53E.llvm.1075200226863813781"),
+           std::string("<core::hash::sip::Hasher<S> as core::hash::Hasher>::write"));
   // A C++ name whose last part merely looks like a hash is C++'s.
   CHECK_EQ(n.demangle("_ZN3foo17hxyz456789abcdefgE"), std::string("foo::hxyz456789abcdefg"));
 }
