@@ -39,8 +39,16 @@ int g_deciding;  // set while this image looks up the next definitions
 char g_env_text[64 << 10];
 size_t g_env_len;
 
+void relax() {
+#if defined(__x86_64__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ volatile("yield");
+#endif
+}
+
 void lock() {
-  while (__atomic_exchange_n(&g_lock, 1, __ATOMIC_ACQUIRE)) __builtin_ia32_pause();
+  while (__atomic_exchange_n(&g_lock, 1, __ATOMIC_ACQUIRE)) relax();
 }
 void unlock() { __atomic_store_n(&g_lock, 0, __ATOMIC_RELEASE); }
 
@@ -174,7 +182,7 @@ const Next& optional() {
     dlerror();
     __atomic_store_n(&g_optional_state, 2, __ATOMIC_RELEASE);
   } else {
-    while (__atomic_load_n(&g_optional_state, __ATOMIC_ACQUIRE) != 2) __builtin_ia32_pause();
+    while (__atomic_load_n(&g_optional_state, __ATOMIC_ACQUIRE) != 2) relax();
   }
   return detail::g_next;
 }
