@@ -132,7 +132,7 @@ void resolve_next() {
   if (!n.libc_pvalloc) n.libc_pvalloc = n.pvalloc;
 }
 
-int g_optional_state;  // 0 not looked up, 1 being looked up, 2 done
+int g_optional_done;  // the names glibc may lack were looked up
 
 }  // namespace
 
@@ -158,32 +158,30 @@ Mode decide() {
   return je ? kJemalloc : kNext;
 }
 
+// No caller waits for another: one that finds the names not looked up yet
+// looks them up itself (the same answers; a thread inside a dlopen's
+// constructor, holding the loader's lock, must not wait for one in dlsym).
 const Next& optional() {
-  if (__atomic_load_n(&g_optional_state, __ATOMIC_ACQUIRE) == 2) return detail::g_next;
-  int none = 0;
-  if (__atomic_compare_exchange_n(&g_optional_state, &none, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-    Next& n = detail::g_next;
-    find(&n.mallocx, "mallocx");
-    find(&n.rallocx, "rallocx");
-    find(&n.xallocx, "xallocx");
-    find(&n.sallocx, "sallocx");
-    find(&n.dallocx, "dallocx");
-    find(&n.sdallocx, "sdallocx");
-    find(&n.nallocx, "nallocx");
-    find(&n.mallctl, "mallctl");
-    find(&n.mallctlnametomib, "mallctlnametomib");
-    find(&n.mallctlbymib, "mallctlbymib");
-    find(&n.malloc_stats_print, "malloc_stats_print");
-    find(&n.mallinfo2, "mallinfo2");
-    find(&n.cfree, "cfree");
-    if (!n.cfree) n.cfree = n.free;
-    // The names glibc lacks left an error for dlerror(): a program that
-    // reads it without a dlsym of its own first would see ours.
-    dlerror();
-    __atomic_store_n(&g_optional_state, 2, __ATOMIC_RELEASE);
-  } else {
-    while (__atomic_load_n(&g_optional_state, __ATOMIC_ACQUIRE) != 2) relax();
-  }
+  if (__atomic_load_n(&g_optional_done, __ATOMIC_ACQUIRE)) return detail::g_next;
+  Next& n = detail::g_next;
+  find(&n.mallocx, "mallocx");
+  find(&n.rallocx, "rallocx");
+  find(&n.xallocx, "xallocx");
+  find(&n.sallocx, "sallocx");
+  find(&n.dallocx, "dallocx");
+  find(&n.sdallocx, "sdallocx");
+  find(&n.nallocx, "nallocx");
+  find(&n.mallctl, "mallctl");
+  find(&n.mallctlnametomib, "mallctlnametomib");
+  find(&n.mallctlbymib, "mallctlbymib");
+  find(&n.malloc_stats_print, "malloc_stats_print");
+  find(&n.mallinfo2, "mallinfo2");
+  void* cf = dlsym(RTLD_NEXT, "cfree");
+  n.cfree = cf ? reinterpret_cast<void (*)(void*)>(cf) : n.free;
+  // The names glibc lacks left an error for dlerror(): a program that
+  // reads it without a dlsym of its own first would see ours.
+  dlerror();
+  __atomic_store_n(&g_optional_done, 1, __ATOMIC_RELEASE);
   return detail::g_next;
 }
 

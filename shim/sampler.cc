@@ -272,7 +272,8 @@ void unmap_tables() {
 }
 
 // A quarter of what the user's RLIMIT_SIGPENDING leaves free now (SigQ in
-// /proc/self/status: queued for this user / limit), at least one.
+// /proc/self/status: queued for this user / limit); the limit is the
+// user's, so a fork child asks again.
 long timer_quota() {
   struct rlimit rl;
   if (getrlimit(RLIMIT_SIGPENDING, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return LONG_MAX;
@@ -281,7 +282,7 @@ long timer_quota() {
   size_t at = status.find("\nSigQ:\t");
   if (at != std::string::npos) used = strtol(status.c_str() + at + 7, nullptr, 10);
   long quota = (limit - used) / 4;
-  return quota > 1 ? quota : 1;
+  return quota > 0 ? quota : 0;  // none at all: the program keeps its last slots
 }
 
 bool arm_self(std::string* err, uint64_t start_fn = 0) {
@@ -429,6 +430,7 @@ void reset_after_fork() {
   }
   g.enabled.store(true);
   g.live_timers.store(0);  // timers are not inherited
+  g.timer_quota = timer_quota();
   arm_self(&err, start_fn);
 }
 

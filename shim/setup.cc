@@ -106,7 +106,7 @@ void setup(void*) {
   if (!signals::install(cfg().snapshot_signal) && cfg().snapshot_signal)
     errline::line("warning: PROFILE_SNAPSHOT_SIGNAL: this process started with that signal ignored, "
                   "and it stays ignored: no snapshot by signal");
-  signals::ensure_altstack();  // the main thread's, kept for the process's life
+  signals::ensure_altstack();  // the main thread's, kept for the process's life (no thread end)
   char timeout[32];
   seconds_text(cfg().stop_timeout_ms, timeout, sizeof timeout);
   uint64_t start = lifecycle::start(&cfg(), timeout);

@@ -60,8 +60,8 @@ void release_altstack(void* stack);
 // its context, which the kernel restores then. Never unmapped: no exit of
 // that thread reaches the shim. Signal-safe.
 void altstack_on_return(void* ucontext);
-// The program's sigaltstack: the shim's own stack reads as none, and one
-// the program replaces or switches off is unmapped.
+// The program's sigaltstack: the shim's own stack reads as none. One the
+// program replaces stays mapped until the thread ends (release_altstack).
 int on_sigaltstack(const stack_t* ss, stack_t* old);
 // sigaltstack without the program's view, for the shim's own calls.
 int raw_sigaltstack(const stack_t* ss, stack_t* old);

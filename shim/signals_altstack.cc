@@ -51,35 +51,31 @@ void altstack_on_return(void* uc) {
 }
 
 void release_altstack(void* stack) {
-  if (!stack) return;
+  // Only the shim's own, and only here, at the thread's end: unmapped any
+  // earlier (when the program replaced it), the kernel could put it back at
+  // a handler's return from the context it saved, and the program's next
+  // mmap could get its address.
+  if (!stack || stack != t_shim_alt) return;
   stack_t cur;
-  // Only if it is still ours and not in use (the program may have set its own).
-  if (raw_sigaltstack(nullptr, &cur) == 0 && cur.ss_sp == stack && !(cur.ss_flags & SS_ONSTACK)) {
+  if (raw_sigaltstack(nullptr, &cur) != 0) return;
+  if (cur.ss_sp == stack && !(cur.ss_flags & SS_DISABLE)) {
+    if (cur.ss_flags & SS_ONSTACK) return;  // in use: left mapped
     stack_t off = {nullptr, SS_DISABLE, 0};
     raw_sigaltstack(&off, nullptr);
-    munmap(stack, kAltStack);
-    if (t_shim_alt == stack) t_shim_alt = nullptr;
   }
+  munmap(stack, kAltStack);
+  t_shim_alt = nullptr;
 }
 
 int on_sigaltstack(const stack_t* ss, stack_t* old) {
-  stack_t was;
-  int rc = raw_sigaltstack(ss, &was);
+  stack_t local;
+  stack_t* out = old ? old : &local;  // the kernel checks the program's pointer
+  int rc = raw_sigaltstack(ss, out);
   if (rc != 0) return rc;
-  const bool ours = t_shim_alt && was.ss_sp == t_shim_alt && !(was.ss_flags & SS_DISABLE);
-  if (old) {
-    *old = was;
-    // The shim's stack is not the program's: it reads what it would read
-    // without the shim, no alternate stack (even while a handler runs on it).
-    if (ours) *old = stack_t{nullptr, SS_DISABLE, 0};
-  }
-  if (ss && ours) {
-    // Replaced or switched off by the program: the shim's is let go (it
-    // was left mapped before, 64 KiB a thread). Not while on it: the
-    // handler running there returns to it.
-    if (!(was.ss_flags & SS_ONSTACK)) munmap(t_shim_alt, kAltStack);
-    t_shim_alt = nullptr;
-  }
+  // The shim's stack is not the program's: it reads what it would read
+  // without the shim, no alternate stack (even while a handler runs on it).
+  if (old && t_shim_alt && out->ss_sp == t_shim_alt && !(out->ss_flags & SS_DISABLE))
+    *old = stack_t{nullptr, SS_DISABLE, 0};
   return 0;
 }
 

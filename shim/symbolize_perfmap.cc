@@ -7,6 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <iterator>
+
 #include "sys.h"
 
 namespace symbolize {
@@ -16,6 +18,15 @@ namespace {
 // left unread (its code is named as code of no file, as without a map).
 constexpr size_t kMaxBytes = size_t(64) << 20;
 }  // namespace
+
+// A later line wins over every earlier one it overlaps: the JIT reused
+// that memory.
+void PerfMap::add(uint64_t start, uint64_t end, std::string name) {
+  auto it = by_start_.lower_bound(start);
+  if (it != by_start_.begin() && std::prev(it)->second.end > start) --it;
+  while (it != by_start_.end() && it->first < end) it = by_start_.erase(it);
+  by_start_[start] = Code{end, std::move(name)};
+}
 
 void PerfMap::load() {
   loaded_ = true;
@@ -47,7 +58,7 @@ void PerfMap::load() {
     uint64_t size = rest && *rest == ' ' ? strtoull(rest + 1, &after_size, 16) : 0;
     if (after_size && *after_size == ' ' && size > 0 && start + size > start) {
       size_t name_at = size_t(after_size + 1 - text.c_str());
-      if (name_at < eol) by_start_[start] = Code{start + size, text.substr(name_at, eol - name_at)};
+      if (name_at < eol) add(start, start + size, text.substr(name_at, eol - name_at));
     }
     at = eol + 1;
   }

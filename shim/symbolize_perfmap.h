@@ -4,8 +4,8 @@
 // agent): one "START SIZE NAME" line per piece of code, START and SIZE in
 // hex. Read at the stop, once, only if an address lies in no file's
 // mapping, and only if the file is the process's own user's (perf's rule:
-// another user could name our code). A later line for the same start wins
-// (a JIT reuses its memory). Not signal-safe.
+// another user could name our code). A later line wins over the earlier
+// ones it overlaps (a JIT reuses its memory). Not signal-safe.
 #pragma once
 #include <stdint.h>
 
@@ -21,6 +21,7 @@ class PerfMap {
 
  private:
   void load();
+  void add(uint64_t start, uint64_t end, std::string name);
   bool loaded_ = false;
   struct Code {
     uint64_t end;

@@ -66,3 +66,15 @@ def test_the_shims_alternate_stacks_are_not_the_programs(ctx):
         m = re.search(r"vmsize_kib (\d+)", r.err.decode())
         check(m and int(m.group(1)) < base + 256 * 1024, "%s: VmSize %s KiB at the end, plain %d KiB\n%s"
               % (what, m.group(1) if m else "?", base, r.describe()))
+
+
+def test_an_alternate_stack_set_inside_a_handler(ctx):
+    """A handler sets the program's own alternate stack; the kernel puts
+    back the shim's, saved at the handler's entry, when it returns; an
+    SA_ONSTACK handler then runs on it. The shim had unmapped its stack
+    when the program replaced it: SIGSEGV (139) where plain exits 0."""
+    plain = ctx.run_plain(["altstack_in_handler"])
+    check(plain.rc == 0 and plain.stdout_text == "survived, got SIGUSR2\n", "plain:\n%s" % plain.describe())
+    for vars in ({}, {"PROFILE_DIR": ctx.mkdtemp("prof")}):
+        r = ctx.run(["altstack_in_handler"], **vars)
+        check(r.rc == 0 and r.out == plain.out, "%s:\n%s" % ("profiled" if vars else "inert", r.describe()))
