@@ -8,12 +8,26 @@
 #pragma once
 #include <stddef.h>
 
+#include "freeze.h"
+
 // After a call to the next allocator's function: the calling function's
 // frame stays on the stack until the call returns (no tail jump), so that a
 // stop sees that the thread is inside malloc (wrappers.h). Every exported
-// allocator function makes its call to the next definition this way.
-#define PROFSHIM_KEEP_FRAME(r) __asm__ volatile("" : "+r"(r))
-#define PROFSHIM_KEEP_FRAME_VOID() __asm__ volatile("" ::: "memory")
+// allocator function makes its call to the next definition this way. Once
+// a stop asks threads to park, a thread parks here, on its way out: one
+// that is inside glibc's malloc_trim or mallinfo2 nearly all the time
+// (each holds the arena lock over the whole heap) is almost never caught
+// outside by the stop's signal.
+#define PROFSHIM_KEEP_FRAME(r)                                         \
+  do {                                                                 \
+    __asm__ volatile("" : "+r"(r));                                    \
+    if (__builtin_expect(freeze::requested(), 0)) freeze::after_alloc(); \
+  } while (0)
+#define PROFSHIM_KEEP_FRAME_VOID()                                     \
+  do {                                                                 \
+    __asm__ volatile("" ::: "memory");                                 \
+    if (__builtin_expect(freeze::requested(), 0)) freeze::after_alloc(); \
+  } while (0)
 
 namespace alloc_choice {
 

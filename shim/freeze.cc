@@ -2,6 +2,7 @@
 #include "freeze.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -167,6 +168,13 @@ void release() {
 void at_call() {
   if (t_exempt || !stackwalk::may_park_here()) return;
   park_here();
+}
+
+void after_alloc() {
+  if (t_exempt || !stackwalk::may_park_leaving_alloc()) return;
+  int e = errno;
+  park_here();
+  errno = e;
 }
 
 Result others(uint64_t deadline_ns, uint64_t park_until_ns) {

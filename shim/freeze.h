@@ -41,6 +41,10 @@ void release();
 // the shim's own or the one stopping, or a frame of its stack is inside
 // code whose locks the stop may need.
 void at_call();
+// On the way out of a call to the program's own allocator once requested():
+// parks this thread like at_call, unless a frame outside the allocator's
+// holds locks the stop needs. errno is kept.
+void after_alloc();
 // While this thread does the stop's work (a stop thread, the snapshot
 // worker, a thread stopping in place or for a fatal signal) it is never
 // parked at a call. Returns what it was.

@@ -407,6 +407,21 @@ bool may_park_here() {
   return true;
 }
 
+bool may_park_leaving_alloc() {
+  // The allocator's frames are this thread's own, about to return; beyond
+  // them, as at a wrapper, no frame may hold the loader's lock or be inside
+  // another allocator call.
+  if (holding()) return false;
+  uint64_t frames[32];
+  int n = here(frames, 32), i = 0;
+  while (i < n && !wrappers::in_alloc(pc_of(frames[i]))) ++i;
+  if (i == n) return false;
+  while (i < n && wrappers::in_alloc(pc_of(frames[i]))) ++i;
+  for (; i < n; ++i)
+    if (in_unsafe_code(pc_of(frames[i]))) return false;
+  return true;
+}
+
 bool interrupted_in_unsafe_code(void* uc, bool from_sigwait) {
   if (holding()) return true;
   uint64_t frames[32];

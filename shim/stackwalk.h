@@ -147,6 +147,9 @@ bool interrupted_in_unsafe_code(void* ucontext, bool from_sigwait = false);
 // Whether this thread, inside a wrapper of a blocking call, may be parked
 // there: none of its frames beyond the wrapper is inside such code.
 bool may_park_here();
+// The same, for a thread returning from the program's allocator: none of
+// its frames beyond the allocator's own is inside such code.
+bool may_park_leaving_alloc();
 // Whether the stop a signal interrupted (its watchdog's) is inside code
 // whose locks the program needs once the stop is left: the allocator, the
 // dynamic loader or libc, called from the shim's own code (or, with no

@@ -129,6 +129,28 @@ def test_images_that_choose_differently_never_mix_their_blocks(ctx):
               % (i + 1, start, r.describe()))
 
 
+def test_a_crash_beside_a_thread_inside_glibc_malloc_trim_leaves_its_files(ctx):
+    """With glibc's malloc serving, a thread loops in malloc_trim (or
+    mallinfo2), which hold glibc's arena lock, while main faults. First
+    the shim's functions called glibc's with a jump, so no frame told the
+    stop that the thread was inside the allocator: it parked the thread
+    holding the lock and the stop's own malloc waited for it until the
+    stop's timeout, "wrote no profile", 3 of 3. Then, with the frame kept,
+    the thread declined every request, being inside almost always, and the
+    stop still timed out on a quiet machine (5 of 5 with malloc_trim): a
+    thread now parks on its way out of the allocator. Two runs of each:
+    SIGSEGV as without the shim, with the CPU and wait profiles."""
+    for what in ("trim", "info"):
+        for i in range(2):
+            d = ctx.mkdtemp("prof")
+            r = ctx.run(["crash_beside_trim", what], PROFILE_DIR=d, PROFILE_HEAP_SAMPLE=0, PROFILE_STOP_TIMEOUT=5)
+            check(r.rc == -11 or r.rc == 139 or "SIGSEGV" in r.status_text(),
+                  "%s run %d: want death by SIGSEGV\n%s" % (what, i, r.describe()))
+            got = sorted(n for n in os.listdir(d) if n.endswith(".pprof"))
+            check(got == ["run.cpu.pprof", "run.wait.pprof"], "%s run %d: PROFILE_DIR holds %s\n%s"
+                  % (what, i, got, r.describe()))
+
+
 def test_a_first_malloc_inside_newlocale_leaves_the_locale_lock_alone(ctx):
     """A library constructor calls newlocale(), which holds glibc's locale
     lock while it allocates: that malloc was the process's first, and
