@@ -3,10 +3,10 @@ will not preload the shim into it: a statically linked program (no
 PT_INTERP; a Go program built without cgo is one), a set-user-ID or
 set-group-ID program or one with file capabilities (the loader's secure
 mode drops LD_PRELOAD). Such a run would end without a profile; the
-operator asked for one (SPEC: a run without evidence is worse than none).
-A Go program built with cgo loads the shim but ends by its own exit_group
-system call, which no hook sees: only a fatal signal (SIGTERM) leaves its
-profiles, so it runs, after a warning.
+operator asked for one (a run without evidence is worse than none).
+A Go program built with cgo loads the shim and is profiled, but its heap
+profile holds its C allocations only, not Go's heap: it runs, after a
+warning that says so.
 
 usage: python3 check_cmd.py PATH     exit 0 (perhaps after one warning
 line), or 78 after one error line.
@@ -107,9 +107,8 @@ def problem(path, depth=0):
             return "error", ("%s is a Go program built without cgo (statically linked): LD_PRELOAD cannot "
                              "reach it, so no profile would be written; Go's own runtime/pprof writes pprof "
                              "files" % path)
-        return "warning", ("%s is a Go program: it ends by a system call of its own, so only a fatal signal "
-                           "(SIGTERM, SIGINT) leaves profiles, and the heap profile sees its C allocations, "
-                           "not Go's heap" % path)
+        return "warning", ("%s is a Go program: its heap profile holds its C allocations only, not Go's heap "
+                           "(Go's own runtime/pprof writes that)" % path)
     if not has_interp:
         return "error", "%s is statically linked: LD_PRELOAD cannot reach it, so no profile would be written" % path
     return None

@@ -5,6 +5,7 @@
 // dump takes jemalloc's profiler locks for as long as it runs, which is all
 // a program's thread can wait on).
 #include "engine.h"
+#include "go_runtime.h"
 #include "heap.h"
 #include "heap_dump.h"
 #include "sys.h"
@@ -63,6 +64,7 @@ bool collect(Why why, const When&, const Self& self, Part* out, std::string* err
 
 void figures(const Part* part, summary::Figures* f) {
   f->heap_seen = heap::serves_malloc();
+  f->go = go_runtime::is_go();
   if (part) f->heap_inuse_bytes = uint64_t(part->total("inuse_space"));
 }
 

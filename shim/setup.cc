@@ -15,6 +15,7 @@
 #include "atomic_file.h"
 #include "config.h"
 #include "errline.h"
+#include "go_runtime.h"
 #include "gzip.h"
 #include "heap.h"
 #include "image.h"
@@ -80,6 +81,12 @@ void setup(void*) {
   std::string unknown = config::unknown_vars(environ);
   if (!unknown.empty() && image::root())
     errline::line(("warning: not a profshim variable, ignored: " + unknown + " (see docs/CONFIG.md)").c_str());
+  // A Go program's own exit is a system call: caught before anything runs Go code.
+  const char* go_why = nullptr;
+  if (go_runtime::detect() && !go_runtime::setup(cfg().stop_timeout_ms, &go_why))
+    errline::line((std::string("warning: a Go program whose exit the shim cannot catch (") + go_why +
+                   "): its profiles are written at a signal's stop, an exec or PROFILE_INTERVAL's snapshots only")
+                      .c_str());
   if (sys::memory_limited()) stack::reserve(shim_thread::kStack);
   stackwalk::prime();
   stackwalk::note_unsafe_code();

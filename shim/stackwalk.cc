@@ -12,6 +12,8 @@
 #include <unistd.h>
 #include <unwind.h>
 
+#include "go_runtime.h"
+#include "go_unwind.h"
 #include "stack.h"
 #include "stackwalk_guard.h"
 #include "wrappers.h"
@@ -180,6 +182,15 @@ int frame_pointer_walk(void* uc, uint64_t* frames, int n, int max) {
   return n;
 }
 
+// Go code (no unwind information) interrupted on its goroutine's stack or
+// its thread's: walked by Go's own tables, inside that stack's bounds.
+int go_walk(void* uc, uint64_t* frames, int max) {
+  const auto& g = static_cast<ucontext_t*>(uc)->uc_mcontext.gregs;
+  uintptr_t sp = uintptr_t(g[REG_RSP]), lo = t_stack_lo, hi = t_stack_hi;
+  if ((!hi || sp < lo || sp >= hi) && !go_runtime::goroutine_stack(sp, &lo, &hi)) return 1;
+  return go_unwind::walk(uint64_t(g[REG_RIP]), sp, lo, hi, frames, 1, max);
+}
+
 _Unwind_Reason_Code count(struct _Unwind_Context*, void* arg) {
   ++*static_cast<int*>(arg);
   return _URC_NO_REASON;
@@ -340,7 +351,11 @@ int from_signal(void* uc, uint64_t* frames, int max, bool* cut) {
   // Past code with no unwind information, frame pointers, reading the
   // interrupted stack only, inside its known bounds; not past a frame the
   // walk stopped at for want of trust.
-  if (w.n == 1 && walked && !w.cut) w.n = frame_pointer_walk(uc, frames, 1, max);
+  if (w.n == 1 && walked && go_unwind::in_go(interrupted_pc(uc))) {
+    w.n = go_walk(uc, frames, max);
+    w.cut = false;  // the unwinder's stop at Go code was for want of tables, not of trust
+  } else if (w.n == 1 && walked && !w.cut)
+    w.n = frame_pointer_walk(uc, frames, 1, max);
   if (cut) *cut = w.cut;
   return w.n;
 }

@@ -28,6 +28,7 @@ struct Figures {
   uint64_t peak_rss_bytes = 0;
   uint64_t heap_inuse_bytes = 0;   // the heap profile's inuse_space total
   bool heap_seen = true;           // false: the program's malloc is not ours
+  bool go = false;                 // a Go program: its own heap and scheduler are not seen
   bool wait_on = false;            // a wait profile was taken
   double wait_s = 0;               // its delay total: the threads' waiting, summed
   double stop_ms = 0, symbolize_ms = 0;

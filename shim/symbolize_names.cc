@@ -106,6 +106,13 @@ const std::string& Names::demangle(const char* sys) {
     if (demangled && rust_legacy(&out)) return cache_.emplace(sys, std::move(out)).first->second;
   }
   drop_clone_suffix(&out, demangled);
+  // Go's linker names an assembly function's symbol "pkg.fn.abi0" (its
+  // DWARF says "pkg.fn"): Go's own tools and pprof print "pkg.fn", and so
+  // one function has one name whichever table named it.
+  for (const char* abi : {".abi0", ".abiinternal"}) {
+    size_t n = std::strlen(abi);
+    if (!demangled && out.size() > n && out.compare(out.size() - n, n, abi) == 0) out.resize(out.size() - n);
+  }
   return cache_.emplace(sys, std::move(out)).first->second;
 }
 

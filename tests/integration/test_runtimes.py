@@ -1,25 +1,19 @@
 """Language runtimes that run their code on stacks of their own, profiled
 at 1000 Hz and compared with plain runs of the same program.
 
-A cgo Go program runs its goroutines on stacks of a few KiB and gives every
-thread an alternate signal stack; Go's rule for any handler that is not
-Go's is SA_ONSTACK. BEAM's JIT runs Erlang code with the machine's stack
+(Go programs: test_go.py.) BEAM's JIT runs Erlang code with the machine's stack
 pointer in the Erlang process's stack, next to its heap, and gives its
 threads alternate stacks too. A sampling signal whose frame the kernel
-pushed on the interrupted stack corrupted both: Go died with "unexpected
-fault address", "unknown caller pc" or "newproc1: new g is not Gdead"
-(exit 2, no profile) in every run, BEAM with SIGSEGV in its garbage
+pushed on the interrupted stack corrupted it: BEAM died with SIGSEGV in its garbage
 collector or "size_object: bad tag". Each run here must end as the plain
 run does, with the same output, and leave a readable CPU profile.
 
-The programs are built here: tests/workloads/go/httphash/main.go with the
-Go toolchain (golang-go; standard library only, no module downloads) and
-tests/workloads/erl/spin.erl with erlc (erlang-base).
+The programs are built here: tests/workloads/erl/spin.erl with erlc
+(erlang-base).
 """
 
 import os
 import shutil
-import signal
 import subprocess
 
 from common import Skip, check, clip, indent
@@ -44,46 +38,6 @@ def _cpu_profile_read(ctx, d, r, what, program):
     check(any(("program " + program) in c for c in prof.comments), "%s: the profile is not %s's: %s" % (
         what, program, prof.comments))
     return prof
-
-
-def _build_go(ctx, name):
-    if not ctx.go:
-        raise Skip("go not found: scripts/install-deps installs golang-go")
-    d = ctx.mkdtemp("go-" + name)
-    shutil.copy(workload_source(os.path.join("go", name, "main.go")), os.path.join(d, "main.go"))
-    exe = os.path.join(d, name)
-    env = dict(ctx.env(preload=False), CGO_ENABLED="1", GOFLAGS="", GOTOOLCHAIN="local", GO111MODULE="off",
-               GOPROXY="off", GOCACHE=os.path.join(d, "cache"), GOPATH=os.path.join(d, "gopath"), HOME=d)
-    p = subprocess.run([ctx.go, "build", "-o", exe, "main.go"], cwd=d, env=env, stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT, timeout=300)
-    check(p.returncode == 0, "go build of %s failed:\n%s" % (name, indent(clip(p.stdout))))
-    return exe
-
-
-def test_cgo_go_program_with_busy_goroutines(ctx):
-    """8 goroutines fetch from an in-process HTTP server on 127.0.0.1 and
-    hash what they get (~2 s of CPU), then the program sends itself SIGTERM
-    (its own exit is an exit_group no hook sees; its death by a signal is
-    a stop, run from Go's signal handler on its signal stack, with the
-    other threads frozen wherever their goroutines are). Five runs: each
-    dies of SIGTERM as the plain run does, with the same output, and its
-    CPU profile is read by go tool pprof, hashing in it."""
-    exe = _build_go(ctx, "httphash")
-    argv = [exe, "150", "term"]
-    plain = run(ctx, argv, env=ctx.env(preload=False))
-    check(plain.status.is_signal(signal.SIGTERM) and plain.stdout_text.endswith("cgo 42\n"),
-          "the plain run must print its digests and die of SIGTERM\n%s" % plain.describe())
-    for i in range(RUNS):
-        what = "run %d" % i
-        d = ctx.mkdtemp("prof")
-        r = run(ctx, argv, env=prof_env(ctx, d, PROFILE_CPU_HZ=1000))
-        _same_as_plain(plain, r, what)
-        prof = _cpu_profile_read(ctx, d, r, what, exe)
-        cpu = prof.total("cpu")
-        check(cpu >= 0.5 * r.cpu * 1e9, "%s: the process used %.2f s of CPU, the profile holds %.2f s\n%s" % (
-            what, r.cpu, cpu / 1e9, prof.cum_table("cpu")))
-        check(prof.cum("crypto/sha256.block.abi0", "cpu") > 0.2 * cpu, "%s: the hashing is not in the profile\n%s" % (
-            what, prof.cum_table("cpu")))
 
 
 def test_beam_with_spinning_processes(ctx):

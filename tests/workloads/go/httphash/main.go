@@ -1,15 +1,24 @@
 // httphash: a cgo program (it imports "C", so its threads are glibc's and
 // the runtime gives each an alternate signal stack) whose goroutines are
 // busy: 8 workers fetch from an in-process HTTP server on 127.0.0.1 and
-// hash what they get with SHA-256. The output depends on the rounds alone:
-// one line per worker, its last digest. With "term" it then sends itself
-// SIGTERM, as a service is stopped: a cgo program's own exit is a system
-// call no hook sees, its death by a signal the shim's stop.
+// hash what they get with SHA-256, while 64 MiB allocated with C.malloc
+// stay held. The output depends on the rounds alone: one line per worker,
+// its last digest. Then it ends as HOW says:
 //
-//	httphash [ROUNDS [term]]   (ROUNDS default 200)
+//	return  main.main returns (exit_group(0), no libc exit)
+//	exit3   os.Exit(3)
+//	panic   an unrecovered panic (status 2)
+//	fatal   log.Fatal (status 1)
+//	term    SIGTERM to itself, with Go's default handling (death by it)
+//	notify  SIGTERM to itself, taken by signal.Notify; then main returns
+//
+//	httphash [ROUNDS [HOW]]   (ROUNDS default 200, HOW default return)
 package main
 
+// #include <stdlib.h>
+// #include <string.h>
 // static int answer(void) { return 42; }
+// static void* hold(size_t n) { void* p = malloc(n); if (p) memset(p, 1, n); return p; }
 import "C"
 
 import (
@@ -17,9 +26,11 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"strconv"
 	"sync"
 	"syscall"
@@ -89,9 +100,33 @@ func main() {
 		fmt.Printf("worker %d %s\n", w, d)
 	}
 	fmt.Printf("cgo %d\n", int(C.answer()))
-	if len(os.Args) > 2 && os.Args[2] == "term" {
+	held := C.hold(64 << 20)
+	// The truth a profile is judged by: the process's own CPU so far.
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	fmt.Fprintf(os.Stderr, "httphash: cpu_us %d\n", ru.Utime.Nano()/1000+ru.Stime.Nano()/1000)
+	how := "return"
+	if len(os.Args) > 2 {
+		how = os.Args[2]
+	}
+	switch how {
+	case "exit3":
+		os.Exit(3)
+	case "panic":
+		panic("httphash: asked to panic")
+	case "fatal":
+		log.Fatal("httphash: asked to fail")
+	case "term":
 		syscall.Kill(os.Getpid(), syscall.SIGTERM)
 		time.Sleep(10 * time.Second)
 		fmt.Println("SIGTERM did not end the process")
+	case "notify":
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, syscall.SIGTERM)
+		syscall.Kill(os.Getpid(), syscall.SIGTERM)
+		fmt.Println("took", <-ch)
+	}
+	if held == nil {
+		fmt.Println("C.malloc failed")
 	}
 }

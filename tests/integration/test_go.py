@@ -1,0 +1,143 @@
+"""Go programs (linked with cgo, so that LD_PRELOAD loads the shim) as a Go
+developer expects them profiled.
+
+tests/workloads/go/httphash/main.go, built here with the Go toolchain
+(golang-go; standard library only, no module downloads): 8 goroutines
+fetch from an in-process HTTP server and hash what they get, 64 MiB stay
+held through C.malloc, and the program reports its own CPU time on stderr
+("httphash: cpu_us N"), the truth the CPU profile is judged by. Then it
+ends one of six ways.
+
+What can fail here: a normal Go end is an exit_group system call of Go's
+own (no libc exit), which the shim catches by a jump it writes into
+runtime.exit: without it PROFILE_DIR stays empty. Goroutines run on
+stacks of Go's heap with no unwind information, walked by Go's pc tables:
+without that every stack stops at its leaf (sha256's block function, no
+caller). The sampling signal itself, on a goroutine's few KiB, killed the
+program before the shim ran its handlers on Go's signal stacks.
+"""
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+
+from common import Skip, check, clip, indent
+from st_helpers import pprofs, prof_env, run, workload_source
+
+def _build_go(ctx, name):
+    if not ctx.go:
+        raise Skip("go not found: scripts/install-deps installs golang-go")
+    d = ctx.mkdtemp("go-" + name)
+    shutil.copy(workload_source(os.path.join("go", name, "main.go")), os.path.join(d, "main.go"))
+    exe = os.path.join(d, name)
+    env = dict(ctx.env(preload=False), CGO_ENABLED="1", GOFLAGS="", GOTOOLCHAIN="local", GO111MODULE="off",
+               GOPROXY="off", GOCACHE=os.path.join(d, "cache"), GOPATH=os.path.join(d, "gopath"), HOME=d)
+    p = subprocess.run([ctx.go, "build", "-o", exe, "main.go"], cwd=d, env=env, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, timeout=300)
+    check(p.returncode == 0, "go build of %s failed:\n%s" % (name, indent(clip(p.stdout))))
+    return exe
+
+
+
+
+def _own_cpu_ns(r, what):
+    m = re.search(r"httphash: cpu_us (\d+)", "\n".join(r.stderr_lines))
+    check(m, "%s: the program did not report its CPU time\n%s" % (what, r.describe()))
+    return int(m.group(1)) * 1000
+
+
+def _lines(r):
+    return [l for l in r.stderr_lines if l.startswith("# profshim: ")]
+
+
+def _same_as_plain(plain, r, what):
+    check(r.status.key() == plain.status.key(), "%s: under the shim the process %s, without it %s\n%s" % (
+        what, r.status, plain.status, r.describe()))
+    check(r.out == plain.out, "%s: the program printed something else under the shim.\nwithout:\n%s\nwith:\n%s\n%s" % (
+        what, indent(plain.stdout_text), indent(r.stdout_text), r.describe()))
+
+
+def test_go_program_that_returns_from_main(ctx):
+    """main.main returns: Go ends the process with exit_group(0). Ten runs:
+    each as the plain run (status, output), three files and one line; the
+    CPU profile holds at least 0.9 of the CPU the program measured itself,
+    at least 80% of it in samples whose stack reaches main.; the heap
+    profile holds the 64 MiB held through C.malloc, and the line says that
+    Go's own heap is not seen."""
+    exe = _build_go(ctx, "httphash")
+    argv = [exe, "100", "return"]
+    plain = run(ctx, argv, env=ctx.env(preload=False))
+    check(plain.status.is_exit(0) and plain.stdout_text.endswith("cgo 42\n"), "the plain run:\n%s" % plain.describe())
+    for i in range(10):
+        what = "run %d" % i
+        d = ctx.mkdtemp("prof")
+        r = run(ctx, argv, env=prof_env(ctx, d, PROFILE_CPU_HZ=1000))
+        _same_as_plain(plain, r, what)
+        check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "%s: PROFILE_DIR holds %s\n%s" % (
+            what, pprofs(d), r.describe()))
+        lines = _lines(r)
+        check(len(lines) == 1 and "Go's own heap is not seen" in lines[0],
+              "%s: want one line that names Go's heap as unseen, got %s" % (what, lines))
+        own = _own_cpu_ns(r, what)
+        prof = ctx.read(os.path.join(d, "run.cpu.pprof"), r)
+        cpu = prof.total("cpu")
+        check(cpu >= 0.9 * own, "%s: the program measured %.3f s of its own CPU, the profile holds %.3f s\n%s" % (
+            what, own / 1e9, cpu / 1e9, prof.cum_table("cpu")))
+        i_cpu = prof.index("cpu")
+        in_main = sum(s.values[i_cpu] for s in prof.samples if any(f.name.startswith("main.") for f in s.stack))
+        check(in_main >= 0.8 * cpu, "%s: only %.0f%% of the CPU in stacks that reach main.\n%s" % (
+            what, 100.0 * in_main / max(cpu, 1), prof.cum_table("cpu")))
+        check(prof.cum("crypto/sha256.(*digest).Write", "cpu") > 0.2 * cpu,
+              "%s: the hashing has no caller in the profile\n%s" % (what, prof.cum_table("cpu")))
+        heap = ctx.read(os.path.join(d, "run.heap.pprof"), r)
+        check(heap.total("inuse_space") >= 64 << 20, "%s: the heap profile holds %d bytes in use, not the 64 MiB\n%s" % (
+            what, heap.total("inuse_space"), heap.cum_table("inuse_space")))
+
+
+def test_go_program_every_way_it_ends(ctx):
+    """os.Exit(3), a panic, log.Fatal, SIGTERM with Go's own handling, and a
+    SIGTERM taken by signal.Notify before main returns: each ends with the
+    plain run's status and standard output, with its three files, and the
+    profile says how it stopped."""
+    exe = _build_go(ctx, "httphash")
+    how_stopped = {"exit3": "Go's exit (status 3)", "panic": "Go's exit (status 2)",
+                   "fatal": "Go's exit (status 1)", "term": "signal SIGTERM", "notify": "Go's exit (status 0)"}
+    for how, stopped in sorted(how_stopped.items()):
+        argv = [exe, "20", how]
+        plain = run(ctx, argv, env=ctx.env(preload=False))
+        d = ctx.mkdtemp("prof")
+        r = run(ctx, argv, env=prof_env(ctx, d))
+        _same_as_plain(plain, r, how)
+        check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "%s: PROFILE_DIR holds %s\n%s" % (
+            how, pprofs(d), r.describe()))
+        prof = ctx.read(os.path.join(d, "run.cpu.pprof"), r)
+        check(any(("stopped by " + stopped) in c for c in prof.comments), "%s: want 'stopped by %s' in %s" % (
+            how, stopped, prof.comments))
+
+
+def test_cgo_go_program_with_busy_goroutines(ctx):
+    """Then the program sends itself SIGTERM: the stop runs from Go's signal
+    handler on its signal stack, with the other threads frozen wherever
+    their goroutines are, at 1000 Hz. Five runs: each dies of SIGTERM as the
+    plain run does, with the same output, and its CPU profile holds the
+    hashing."""
+    exe = _build_go(ctx, "httphash")
+    argv = [exe, "150", "term"]
+    plain = run(ctx, argv, env=ctx.env(preload=False))
+    check(plain.status.is_signal(signal.SIGTERM) and plain.stdout_text.endswith("cgo 42\n"),
+          "the plain run must print its digests and die of SIGTERM\n%s" % plain.describe())
+    for i in range(5):
+        what = "run %d" % i
+        d = ctx.mkdtemp("prof")
+        r = run(ctx, argv, env=prof_env(ctx, d, PROFILE_CPU_HZ=1000))
+        _same_as_plain(plain, r, what)
+        check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "%s: PROFILE_DIR holds %s\n%s" % (
+            what, pprofs(d), r.describe()))
+        prof = ctx.read(os.path.join(d, "run.cpu.pprof"), r)
+        cpu = prof.total("cpu")
+        check(cpu >= 0.9 * _own_cpu_ns(r, what), "%s: the profile holds %.2f s of CPU\n%s" % (
+            what, cpu / 1e9, prof.cum_table("cpu")))
+        check(prof.cum("crypto/sha256.block", "cpu") > 0.2 * cpu, "%s: the hashing is not in the profile\n%s" % (
+            what, prof.cum_table("cpu")))
