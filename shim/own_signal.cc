@@ -32,7 +32,19 @@ struct State {
   struct sigaction view;
   std::atomic<uint32_t> seq;
   std::atomic<bool> lock;
+  // Linux 5.11 on keeps only the flags it knows and says so by dropping
+  // SA_UNSUPPORTED: the view keeps what the kernel would have.
+  bool kernel_drops_unknown_flags;
 };
+#ifndef SA_UNSUPPORTED
+#define SA_UNSUPPORTED 0x00000400
+#endif
+#ifndef SA_EXPOSE_TAGBITS
+#define SA_EXPOSE_TAGBITS 0x00000800
+#endif
+// The kernel's UAPI_SA_FLAGS on x86_64.
+constexpr unsigned long kKnownFlags = SA_NOCLDSTOP | SA_NOCLDWAIT | SA_SIGINFO | SA_ONSTACK | SA_RESTART |
+                                      SA_NODEFER | SA_RESETHAND | SA_EXPOSE_TAGBITS | 0x04000000 /* SA_RESTORER */;
 State g;  // zero-initialised: no dynamic initialiser (DESIGN "Globals")
 
 void* token(Kind k) { return &g.tokens[k]; }
@@ -101,8 +113,8 @@ void external(int sig, siginfo_t* si, void* uc) {
   sigmask::unfiltered(SIG_SETMASK, &mask, nullptr);
   sigmask::set_view(!(v.sa_flags & SA_NODEFER) || sigismember(&v.sa_mask, sig) == 1);
   if (v.sa_flags & SA_RESETHAND) {
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
+    // The kernel resets the handler alone: flags and mask stay.
+    struct sigaction dfl = v;
     dfl.sa_handler = SIG_DFL;
     write_view(&dfl);
   }
@@ -162,12 +174,14 @@ bool install(std::string* err) {
   // Every signal blocked while it runs: nothing interrupts it halfway
   // through an unwind or a table update (faults excepted), and nothing
   // lands on the alternate stack's top, where its frames are.
-  sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK | SA_UNSUPPORTED;
   sigfillset(&sa.sa_mask);
   if (real::sigaction()(number(), &sa, &old) != 0) {
     *err = std::string("cannot install the shim's signal handler: ") + strerror(errno);
     return false;
   }
+  struct sigaction now;
+  g.kernel_drops_unknown_flags = real::sigaction()(number(), nullptr, &now) == 0 && !(now.sa_flags & SA_UNSUPPORTED);
   // Inherited across exec as ignored stays ignored for the program.
   write_view(&old);
   return true;
@@ -221,6 +235,7 @@ int on_sigaction(const struct sigaction* act, struct sigaction* old) {
       v.sa_flags |= (k.sa_flags & 0x04000000 /* SA_RESTORER */);
       v.sa_restorer = k.sa_restorer;
     }
+    if (g.kernel_drops_unknown_flags) v.sa_flags &= int(kKnownFlags);
     write_view(&v);
   }
   if (old) *old = before;

@@ -6,7 +6,9 @@
 //                   SIG_DFL and prints what sigaction and signal() report after
 //                   each change. Lines "view ..." compare handler, flags (without
 //                   SA_RESTORER, which libc adds itself) and mask; lines
-//                   "restorer ..." show the SA_RESTORER bit. Exits 0.
+//                   "restorer ..." show the SA_RESTORER bit. Then one-shot
+//                   handlers (SA_RESETHAND, sysv_signal) on SIGUSR2 and
+//                   SIGRTMAX-4, each delivered once. Exits 0.
 //   handler_return  own SIGTERM handler (sigaction) sets a flag; prints "ready";
 //                   busy in wait_work until the flag; returns 42.
 //   handler_exit    own SIGTERM handler (signal()) calls _exit(43); prints "ready";
@@ -140,6 +142,25 @@ static void query(void) {
          p1 == SIG_DFL ? "SIG_DFL" : p1 == SIG_IGN ? "SIG_IGN" : "a handler",
          p2 == on_usr2 ? "on_usr2" : p2 == SIG_DFL ? "SIG_DFL" : "something else");
   show("after-signal", "SIGUSR2", SIGUSR2);
+
+  // One-shot handlers: the kernel resets the handler alone at delivery and
+  // keeps the flags; it keeps no flag it does not know (sysv_signal asks
+  // for SA_INTERRUPT too). The same on the shim's own signal number.
+  const int oneshot[] = {SIGUSR2, rt};
+  const char* names[] = {"SIGUSR2", "SIGRTMAX-4"};
+  for (int i = 0; i < 2; i++) {
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_usr2;
+    sa.sa_flags = SA_RESETHAND | SA_RESTART;
+    sigaction(oneshot[i], &sa, NULL);
+    raise(oneshot[i]);
+    show("after-resethand-delivery", names[i], oneshot[i]);
+    sysv_signal(oneshot[i], on_usr2);
+    show("after-sysv_signal", names[i], oneshot[i]);
+    raise(oneshot[i]);
+    show("after-sysv-delivery", names[i], oneshot[i]);
+    signal(oneshot[i], SIG_DFL);
+  }
 }
 
 int main(int argc, char** argv) {
