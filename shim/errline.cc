@@ -31,6 +31,7 @@ struct State {
   std::atomic<bool> detached;
   std::atomic<bool> no_pipes;          // a fork child's image: keeps no duplicate of a pipe
   std::atomic<uint64_t> deadline_ns;   // the stop's (CLOCK_MONOTONIC), 0: none yet
+  std::atomic<int> writers;            // line()s using the duplicate now
 };
 State g;  // zero-initialised: no dynamic initialiser (DESIGN "Globals")
 
@@ -45,12 +46,13 @@ int held() { return g.held.load() - 1; }
 // number still holds what we made (the original stderr, close-on-exec): a
 // program that closed it behind our back (a raw syscall, a library's own
 // loop) may have been given that number again, and it is the program's.
-void let_go() {
-  int d = g.held.exchange(0) - 1;
+void close_held(int d) {
   if (d < 0 || !same_file(d)) return;
   int flags = fcntl(d, F_GETFD);
   if (flags >= 0 && (flags & FD_CLOEXEC)) syscall(SYS_close, d);
 }
+
+void let_go() { close_held(g.held.exchange(0) - 1); }
 
 // A write to a closed pipe sends SIGPIPE to the writing thread: blocked
 // around ours, and taken back if ours raised it (and none was pending
@@ -107,6 +109,8 @@ int top_free_fd() {
 
 }  // namespace
 
+std::atomic<uint64_t> g_pipe_since{0};
+
 void init() {
   g.inited.store(true);
   struct stat st;
@@ -129,11 +133,15 @@ void line(const char* text) {
     if (!g.inited.load()) write_quietly(2, buf, len);  // before init (setup errors): fd 2 as it is
     return;
   }
+  // Counted while it uses the duplicate: grace_over() lets it go only
+  // when no line is being written through it.
+  g.writers.fetch_add(1);
   int d = held();
   if (d >= 0 && same_file(d))
     write_quietly(d, buf, len);
   else if (same_file(2))
     write_quietly(2, buf, len);
+  g.writers.fetch_sub(1);
 }
 
 bool is_pipe_like(int fd) {
@@ -156,7 +164,37 @@ void before_fd2_goes() {
   // pipe would wait for its end as long as the child lives.
   if (g.no_pipes.load() && is_pipe_like(2)) return;
   int d = fcntl(2, F_DUPFD_CLOEXEC, top_free_fd());
-  if (d >= 0) g.held.store(d + 1);
+  if (d < 0) return;
+  g.held.store(d + 1);
+  // A pipe or socket held open keeps its reader waiting for the end
+  // (`x=$(prog 2>&1)` with prog closing its stdio and running on): kept
+  // only for a program that ends soon after, as xz and coreutils close
+  // stderr on their way out.
+  if (is_pipe_like(d)) g_pipe_since.store(sys::now_ns(CLOCK_MONOTONIC));
+}
+
+void let_go_pipe() {
+  KeepErrno keep;
+  if (g.deadline_ns.load() != 0) return;  // the stop has begun: its line goes there
+  int h = g.held.load();
+  if (h == 0) return g_pipe_since.store(0);
+  if (g.writers.load() != 0) return;  // at the next chance
+  // Taken out first, then no writer checked: a line() that begins now
+  // finds none held (both sides are sequentially consistent).
+  if (!g.held.compare_exchange_strong(h, 0)) return;
+  if (g.writers.load() != 0) {
+    int none = 0;
+    // Back, unless the program closed it meanwhile; let go at the next chance.
+    g.held.compare_exchange_strong(none, h);
+    return;
+  }
+  g_pipe_since.store(0);
+  close_held(h - 1);
+}
+
+void let_go_pipe_if_late() {
+  uint64_t t = g_pipe_since.load();
+  if (t && sys::now_ns(CLOCK_MONOTONIC) - t > kPipeGraceNs) let_go_pipe();
 }
 
 void before_close(unsigned lo, unsigned hi) {

@@ -21,6 +21,8 @@
 #pragma once
 #include <stdint.h>
 
+#include <atomic>
+
 namespace errline {
 
 // At setup (active): remembers what fd 2 is (device, inode). Until then,
@@ -39,6 +41,24 @@ void detaching();
 // In a fork child: a duplicate of a pipe or socket is let go, and none is
 // taken (errline.cc, before_fd2_goes).
 void forked();
+// A duplicate of a pipe or socket keeps its reader waiting for the end
+// (`x=$( { prog & } 2>&1 | cat )` with prog closing its stdio and running
+// on): it is kept only for a program that ends soon after, as xz and
+// coreutils close stderr on their way out. It is let go at the program's
+// next blocking call (a wrapper of the wait profile's) or at a CPU sample
+// 200 ms after the close; the line is then not written. No timer of the
+// shim's: its signal would cut the program's sleep or poll short (EINTR).
+// g_pipe_since: when such a duplicate was taken (CLOCK_MONOTONIC ns), 0: none.
+extern std::atomic<uint64_t> g_pipe_since;
+constexpr uint64_t kPipeGraceNs = 200ull * 1000 * 1000;
+void let_go_pipe();
+inline void before_wait() {
+  if (__builtin_expect(g_pipe_since.load(std::memory_order_relaxed) != 0, 0)) let_go_pipe();
+}
+void let_go_pipe_if_late();
+inline void at_sample() {
+  if (__builtin_expect(g_pipe_since.load(std::memory_order_relaxed) != 0, 0)) let_go_pipe_if_late();
+}
 // The stop's deadline: a line waits for room in a full pipe at most until
 // then (CLOCK_MONOTONIC ns).
 void set_deadline(uint64_t mono_ns);

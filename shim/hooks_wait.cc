@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "errline.h"
 #include "real.h"
 #include "sigmask.h"
 #include "waits.h"
@@ -39,6 +40,7 @@
 // The original, timed when the profile is on; `call` names it in the profile.
 #define TIMED(call, expr)                                                               \
   do {                                                                                  \
+    errline::before_wait();                                                             \
     if (__builtin_expect(!waits::on(), 1)) return expr;                                 \
     uint64_t t0_ = waits::now();                                                        \
     auto rc_ = expr;                                                                    \

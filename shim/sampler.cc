@@ -18,6 +18,7 @@
 
 #include <atomic>
 
+#include "errline.h"
 #include "own_signal.h"
 #include "stack_table.h"
 #include "sys.h"
@@ -365,6 +366,7 @@ void on_timer(siginfo_t* si, void* uc) {
     }
     if (a.ref) s->last = a.ref;
     s->delivered += n;
+    errline::at_sample();  // a pipe's stderr duplicate past its grace is let go
     // A thread the shim did not start has no exit destructor to record its
     // name: its name as of its latest sample (one system call).
     if (!s->own_exit) {

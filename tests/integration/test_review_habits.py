@@ -118,6 +118,22 @@ def test_a_daemons_parent_pipe_is_not_held_open(ctx):
         check(not os.path.exists(gone), "%s: the shell waited for the daemon's end to read the pipe" % label)
 
 
+def test_a_program_that_closes_its_stdio_and_runs_on_does_not_hold_the_pipe(ctx):
+    """x=$( { prog & } 2>&1 | cat ) where prog closes fds 1 and 2 and lives
+    6 s more: the reader has its end of the pipe when prog closes them, as
+    without the shim (the shim kept a duplicate of stderr, for its line,
+    until prog's end: 6 s). The shim lets a pipe's duplicate go 200 ms
+    after the close. prog creates a file as it ends: the shell must be done
+    while that file is not there yet, however slow the machine."""
+    prog = ctx.workload("review_habits")
+    for label, env in (("plain", ctx.env(preload=False)), ("shim", prof_env(ctx, ctx.mkdtemp("prof")))):
+        gone = os.path.join(ctx.mkdtemp("closer"), "gone")
+        p = subprocess.run(["/bin/sh", "-c", 'out=$( { "$0" closes_stdio "$1" & } 2>&1 | cat ); echo "$out"', prog, gone],
+                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+        check(b"closing stdio" in p.stdout, "%s: %r" % (label, p.stdout))
+        check(not os.path.exists(gone), "%s: the reader waited for the program's end to have the pipe's" % label)
+
+
 def test_a_close_that_succeeds_keeps_errno(ctx):
     """close(2) succeeding leaves errno as it was (the shim's look at its
     duplicate of stderr left EBADF behind), inert and profiled."""

@@ -19,6 +19,8 @@
 //                   "noalt" the thread has no alternate signal stack, so
 //                   every signal lands on the coroutine's stack.
 //   close_errno     close(2) with errno 0 before: prints the result and errno.
+//   closes_stdio FILE  prints a line, closes fds 1 and 2, lives 6 s, then
+//                   creates FILE.
 //   daemon_pipe [FILE]  forks a child that points 0-2 at /dev/null, calls
 //                   setsid, lives 6 s and then creates FILE; the parent exits
 //                   at once.
@@ -179,6 +181,13 @@ int main(int argc, char** argv) {
     errno = 0;
     int r = close(2);
     printf("close(2) = %d, errno %d\n", r, errno);
+  } else if (!strcmp(mode, "closes_stdio")) {
+    printf("closing stdio\n");
+    fflush(stdout);
+    close(1);
+    close(2);
+    sleep(6);
+    if (argc > 2) close(open(argv[2], O_WRONLY | O_CREAT, 0644));
   } else if (!strcmp(mode, "fiber_burn")) {
     fiber_used = argc > 2 ? (size_t)atol(argv[2]) : 11264;
     if (argc > 3 && !strcmp(argv[3], "noalt")) {
