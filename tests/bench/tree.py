@@ -370,7 +370,7 @@ CAUSES = {
           "symbol cache 0.1 ms, three profiles built, compressed and written), a larger address space to "
           "copy at fork and tear down at exit (0.4 ms), jemalloc's fork handlers with its profiler on and "
           "the shim's own after fork (0.3 ms), and sampling while it runs. A profile per image, three files "
-          "symbolized in the process (SPEC), costs more than the ~0.5 ms a backend could add at 0.9×"
+          "symbolized in the process (CONTRACT.md), costs more than the ~0.5 ms a backend could add at 0.9×"
 }
 
 

@@ -1,8 +1,8 @@
 """CPU accuracy at any thread count, and thread labels (issue 5).
 
-SPEC "Transparency", threads: "every thread is sampled, including threads
-that a library creates. N busy threads on N cores are each sampled at
-PROFILE_CPU_HZ." DESIGN "Why the CPU profiler is ours": one timer per thread
+CONTRACT.md, transparency, threads: every thread is sampled, including
+threads that a library creates; N busy threads on N cores are each sampled at
+PROFILE_CPU_HZ. DESIGN "Why the CPU profiler is ours": one timer per thread
 on that thread's CPU clock, each sample weighted by the CPU time its thread
 really used since its previous sample, so the profile's cpu/nanoseconds total
 is the true CPU time even when the kernel tick (250 Hz here) caps how often a
@@ -121,7 +121,7 @@ def _accuracy(ctx, hz):
 
 
 def test_eight_threads_on_two_cores_100hz(ctx):
-    """Issue 5 / SPEC Transparency + DESIGN table: 8 threads x 2 s of CPU on
+    """CONTRACT.md, transparency + DESIGN table: 8 threads x 2 s of CPU on
     this 2-core machine at the default 100 Hz: profile total within 5% of
     the true CPU; each thread 12.5% +- 3 points (thread_id labels), its own
     CPU within 10%, a sane sample count; thread_name labels right."""
@@ -136,7 +136,7 @@ def test_eight_threads_on_two_cores_1000hz(ctx):
 
 
 def test_sleeping_thread_gets_no_samples(ctx):
-    """SPEC: samples are CPU time, per thread. A thread that only sleeps
+    """CONTRACT.md, files: samples are CPU time, per thread. A thread that only sleeps
     (blocked in read() for the whole run, named "sleeper") next to two
     burners: at most one sample (its few microseconds of CPU at thread start
     may, with a chance of about one in a few hundred, cross its timer's
@@ -200,8 +200,8 @@ def _library_threads(ctx, linked):
 
 
 def test_library_constructor_thread_linked(ctx):
-    """SPEC "every thread is sampled, including threads that a library
-    creates": a library linked into the program (DT_NEEDED) starts a
+    """CONTRACT.md, transparency: every thread is sampled, including threads
+    that a library creates: a library linked into the program (DT_NEEDED) starts a
     burning thread in its constructor, before main (and before or after the
     shim's own constructor: either way DESIGN says threads that exist when
     the shim loads are found in /proc/self/task), and a pool of 2 threads
@@ -227,7 +227,7 @@ def test_library_threads_are_named(ctx):
 
 
 def test_openmp_pool_threads_sampled(ctx):
-    """SPEC "threads that a library creates", a real one: libgomp's OpenMP
+    """CONTRACT.md, transparency, threads that a library creates, a real one: libgomp's OpenMP
     thread pool (4 threads, each 0.5 s of CPU in omp_burn): every pool
     thread is sampled with its true CPU."""
     d = ctx.mkdtemp("build")

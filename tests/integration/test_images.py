@@ -1,10 +1,10 @@
 """Process images: the exec family, fork, vfork and posix_spawn (issue 3).
 
-SPEC "Files": the root process's final image writes NAME.*; every other
+CONTRACT.md, files: the root process's final image writes NAME.*; every other
 profiled image (a forked child, an exec'd descendant, the image a process had
-before it called execve) writes NAME.PROG.PID.*, "so that no two images ever
-overwrite each other", and every file written is named in its image's
-summary line. SPEC stop paths: execve and its family write the old image's
+before it called execve) writes NAME.PROG.PID.*, so that no two images ever
+overwrite each other, and every file written is named in its image's
+summary line. CONTRACT.md, stop paths: execve and its family write the old image's
 profiles before it is replaced; a forked child profiles itself from the fork
 on, the parent's profiles unaffected. DESIGN "Fork and exec: process images":
 a vfork or posix_spawn child writes nothing of its own; an exec with an
@@ -92,42 +92,42 @@ def _exec(ctx, fn):
 
 
 def test_exec_execve(ctx):
-    """SPEC stop paths, execve: old image NAME.PROG.PID.*, new image NAME.*, status the new image's."""
+    """CONTRACT.md, stop paths, execve: old image NAME.PROG.PID.*, new image NAME.*, status the new image's."""
     _exec(ctx, "execve")
 
 
 def test_exec_execv(ctx):
-    """SPEC stop paths, execv."""
+    """CONTRACT.md, stop paths, execv."""
     _exec(ctx, "execv")
 
 
 def test_exec_execvp(ctx):
-    """SPEC stop paths, execvp (PATH search)."""
+    """CONTRACT.md, stop paths, execvp (PATH search)."""
     _exec(ctx, "execvp")
 
 
 def test_exec_execvpe(ctx):
-    """SPEC stop paths, execvpe (PATH search, explicit environment)."""
+    """CONTRACT.md, stop paths, execvpe (PATH search, explicit environment)."""
     _exec(ctx, "execvpe")
 
 
 def test_exec_execl(ctx):
-    """SPEC stop paths, execl."""
+    """CONTRACT.md, stop paths, execl."""
     _exec(ctx, "execl")
 
 
 def test_exec_execlp(ctx):
-    """SPEC stop paths, execlp (PATH search)."""
+    """CONTRACT.md, stop paths, execlp (PATH search)."""
     _exec(ctx, "execlp")
 
 
 def test_exec_execle(ctx):
-    """SPEC stop paths, execle."""
+    """CONTRACT.md, stop paths, execle."""
     _exec(ctx, "execle")
 
 
 def test_exec_fexecve(ctx):
-    """SPEC stop paths, fexecve (an fd of /proc/self/exe)."""
+    """CONTRACT.md, stop paths, fexecve (an fd of /proc/self/exe)."""
     _exec(ctx, "fexecve")
 
 
@@ -230,7 +230,7 @@ def test_script_wrapper_leaves_name_to_real_binary(ctx):
 
 
 def test_exec_chain_each_image_its_own_files(ctx):
-    """SPEC "Files": "no two images ever overwrite each other". The root
+    """CONTRACT.md, files: no image overwrites another. The root
     execs itself three times (st_exec chain 2 -> chain 1 -> chain 0 ->
     after): four images, same program, same pid. Want four summary lines
     naming four distinct pairs of files, and every pre-exec image's CPU
@@ -285,7 +285,7 @@ def _forked(ctx, mode, status):
 
 
 def test_fork_child_exit(ctx):
-    """SPEC stop paths, fork: the child profiles itself (NAME.PROG.PID.*,
+    """CONTRACT.md, stop paths, fork: the child profiles itself (NAME.PROG.PID.*,
     child_burn and not the parent's parent_burn) and exits with exit(3); the
     parent's profiles are intact and the parent sees status 3."""
     _forked(ctx, "exit", "exit:3")
@@ -303,7 +303,7 @@ def test_fork_child_sigterm(ctx):
 
 
 def test_fork_child_forks_again(ctx):
-    """SPEC "Files": a child that forks again: three images, three pairs of
+    """CONTRACT.md, files: a child that forks again: three images, three pairs of
     files, each summary line naming its own; each CPU profile holds its own
     image's work only."""
     r, d, pid = _fork(ctx, "forkfork", 3, "exit:3")
@@ -322,9 +322,9 @@ def test_fork_child_forks_again(ctx):
 
 
 def test_fork_child_execs_itself(ctx):
-    """SPEC "Files": a forked child that execs (the same program): its
+    """CONTRACT.md, files: a forked child that execs (the same program): its
     pre-exec image and its exec'd image are two images of one pid and one
-    program name, and "no two images ever overwrite each other": three
+    program name, and no image overwrites another: three
     images, three distinct pairs of files. The exec'd image's status (6)
     is what the parent sees."""
     _fork(ctx, "fork_exec", 3, "exit:6")
@@ -346,7 +346,7 @@ def _spawned(ctx, mode, status, profiled):
 def test_vfork_exec_child_is_an_exec_descendant(ctx):
     """DESIGN "Fork and exec": a vfork child writes nothing of its own; the
     program it execs (profiled: LD_PRELOAD in environ) is an exec'd
-    descendant and writes NAME.PROG.PID.* (SPEC "Files"), never the root's
+    descendant and writes NAME.PROG.PID.* (CONTRACT.md, files), never the root's
     NAME.*; the parent's run.* are its own."""
     _spawned(ctx, "vfork_exec", "exit:6", True)
 
@@ -364,7 +364,7 @@ def test_vfork_failed_exec_child_writes_nothing(ctx):
 
 
 def test_posix_spawn_child_is_an_exec_descendant(ctx):
-    """DESIGN "Fork and exec" + SPEC "Files": a posix_spawn child writes
+    """DESIGN "Fork and exec" + CONTRACT.md, files: a posix_spawn child writes
     nothing of its own before its exec; the program spawned (profiled) is an
     exec'd descendant: NAME.PROG.PID.*, not NAME.*."""
     _spawned(ctx, "spawn", "exit:6", True)
@@ -377,7 +377,7 @@ def test_posix_spawn_without_preload_writes_nothing(ctx):
 
 
 def test_nested_session_with_its_own_name_is_a_root(ctx):
-    """SPEC "Files": "the root process's final image writes NAME.*". A
+    """CONTRACT.md, files: the root process's last image writes NAME.*. A
     profiled shell runs a program with a PROFILE_DIR and PROFILE_NAME of its
     own (a profiled CI script whose step profiles itself, as
     `scripts/profshim -d D2 -n inner -- prog` does): that program starts a

@@ -1,13 +1,14 @@
 """Real programs from Debian's packages under the shim (issue 3).
 
-SPEC: the shim is preloaded into "any unmodified, dynamically linked Linux
-process"; stop paths (return/exit, a fatal signal with the default action,
-exec), with "the process's exit status, or the signal it died of, exactly
-what it would have been without the shim". SPEC "Files" / DESIGN "Fork and
-exec": a wrapper that does `exec real-binary` leaves NAME.* to the real
-binary. Programs used: dash (/bin/sh), xz (which installs its own SIGTERM
-handler, and on SIGTERM cleans up, puts SIG_DFL back and raises SIGTERM
-again), sha256sum and yes (coreutils, default actions).
+CONTRACT.md, activation: the shim is preloaded into any unmodified, dynamically
+linked Linux process; stop paths (return/exit, a fatal signal with the default
+action, exec), with the process's exit status, or the signal it died of,
+exactly what it would have been without the shim (transparency). CONTRACT.md,
+files / DESIGN "Fork and exec": a wrapper that does `exec real-binary` leaves
+NAME.* to the real binary. Programs used: dash (/bin/sh), xz (which
+installs its own SIGTERM handler, and on SIGTERM cleans up, puts SIG_DFL
+back and raises SIGTERM again), sha256sum and yes (coreutils, default
+actions).
 """
 
 import lzma

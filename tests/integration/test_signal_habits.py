@@ -1,7 +1,7 @@
 """Signals and threads as real programs use them (issue 9), each run compared
 with a plain run of the same program (tests/workloads/sig_habits.c).
 
-SPEC "Transparency": every thread is sampled whatever its mask (worker pools
+CONTRACT.md, transparency: every thread is sampled whatever its mask (worker pools
 that block every signal, sigwait threads); the sampling signal is the shim's
 alone -- the program can neither block nor wait for it, its mask queries
 answer as without the shim, and the same number sent by someone else

@@ -1,14 +1,14 @@
 """The stop never changes what the program does, and the files are safe where
 services write them (issue 10, one test per item).
 
-SPEC "When it writes": "A stop that cannot finish writing within a bound
-gives up, says so on stderr, and lets the process end as it would have. The
-shim never hangs a process, and never turns a clean exit into a crash. The
+CONTRACT.md, stop paths: a stop that cannot finish writing within a bound
+gives up, says so on stderr, and lets the process end as it would have; the
+shim never hangs a process, and never turns a clean exit into a crash; the
 process's exit status, or the signal it died of, is exactly what it would have
-been without the shim." SPEC "Errors": "Teardown is subordinate". SPEC
-"Files": "Files and directories the shim creates are never group- or
+been without the shim. CONTRACT.md, errors: teardown is the program's.
+CONTRACT.md, files: files and directories the shim creates are never group- or
 world-writable, whatever the umask; running as root, a directory owned by
-another non-root user is refused", "no two images ever overwrite each other".
+another non-root user is refused; no image overwrites another.
 
 Where an item is about behaviour, the same program runs without the shim
 first and the run under it must match: status (the raw wait status), stdout,

@@ -1,11 +1,11 @@
 """Stress: the stop paths at random, under allocation churn and racing each
 other (issue 3; issue 10, "a randomized stop-path stress run").
 
-SPEC "When it writes": "Writing is idempotent and race-free: two threads
+CONTRACT.md, stop paths: writing is once and race-free (two threads
 calling exit, or a signal that arrives while a stop is being written, still
-give one complete set"; "The shim never hangs a process"; "The process's exit
-status, or the signal it died of, is exactly what it would have been";
-SPEC "Files": written atomically, a reader never sees a partial file, no two
+give one complete set); the shim never hangs a process; the process's exit
+status, or the signal it died of, is exactly what it would have been;
+CONTRACT.md, files: written atomically, a reader never sees a partial file, no two
 images overwrite each other; "The summary line": exactly one per image;
 issue 10: every run "leaves readable files or one line saying why not, and
 leaves no temporary file".

@@ -1,8 +1,8 @@
 """Stops in threads and while threads run (issue 3).
 
-SPEC "When it writes: the stop paths": "Writing is idempotent and race-free:
-two threads calling exit, or a signal that arrives while a stop is being
-written, still give one complete set"; profiles are taken before any atexit
+CONTRACT.md, stop paths: writing is once and race-free: two threads
+calling exit, or a signal that arrives while a stop is being written, still
+give one complete set; profiles are taken before any atexit
 handler of the program runs; the status is exactly what it would have been.
 DESIGN "The stop": a second thread calling exit, or a signal during the stop,
 waits for the same stop; `pthread_exit` from main: the stop is made when the
@@ -44,7 +44,7 @@ def _one_set(ctx, d, r, what, read=True):
 
 
 def test_exit_from_a_worker_thread(ctx):
-    """SPEC stop paths, exit() called by a non-main thread while main waits in
+    """CONTRACT.md, stop paths, exit() called by a non-main thread while main waits in
     pthread_join: status 6, one set of files, taken before the atexit handler."""
     d = ctx.mkdtemp("prof")
     r = run(ctx, ["st_threads", "thread_exit"], env=prof_env(ctx, d))
@@ -71,7 +71,7 @@ def _race(ctx, n, runs):
 
 
 def test_two_threads_race_into_exit(ctx):
-    """SPEC: "two threads calling exit ... still give one complete set".
+    """CONTRACT.md, stop paths: two threads calling exit still give one complete set.
     Two workers released together from a spin barrier both call exit(7); 5
     runs: status 7, one summary line, one complete set each time."""
     _race(ctx, 2, 5)
@@ -98,8 +98,8 @@ def _exit_vs_term(ctx, how, runs):
 
 
 def test_sigterm_while_exit_writes_kill(ctx):
-    """SPEC: "a signal that arrives while a stop is being written, still give
-    one complete set". One thread calls exit(7) while another sends
+    """CONTRACT.md, stop paths: a signal that arrives while a stop is being
+    written still gives one complete set. One thread calls exit(7) while another sends
     kill(getpid(), SIGTERM) at the same moment; 6 runs: each ends exit 7 or
     SIGTERM (either is what the program does without the shim), one summary
     line, one complete set, no wait for the stop's bound."""
@@ -112,7 +112,7 @@ def test_sigterm_while_exit_writes_raise(ctx):
 
 
 def test_main_returns_while_workers_burn(ctx):
-    """SPEC stop paths, return from main while three workers still burn CPU:
+    """CONTRACT.md, stop paths, return from main while three workers still burn CPU:
     status 9, one set of files, the workers' CPU in the profile, written
     before the atexit handler ran."""
     d = ctx.mkdtemp("prof")

@@ -1,6 +1,6 @@
 """Fatal signals and signal transparency (issue 3).
 
-SPEC "When it writes: the stop paths", the fatal-signal row: for every signal
+CONTRACT.md, stop paths, the fatal-signal row: for every signal
 of the list (SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGABRT from abort(), SIGSEGV,
 SIGBUS, SIGFPE, SIGILL, SIGPIPE, SIGALRM, SIGXCPU, SIGXFSZ, SIGUSR1, SIGUSR2)
 whose action is the default: both profiles written, then the process dies of
@@ -10,7 +10,7 @@ kill from another process); the parent checks the raw wait status from
 wait4: WIFSIGNALED, WTERMSIG and WCOREDUMP, against the same program run
 without the shim, both with RLIMIT_CORE unlimited in a temp cwd.
 
-SPEC "Transparency", signals: a signal ignored at start stays ignored; the
+CONTRACT.md, transparency, signals: a signal ignored at start stays ignored; the
 program's own handlers replace the shim's; sigaction(sig, NULL, &old) reports
 what the program would see without the shim; SIGPROF and setitimer stay the
 program's (DESIGN "Why the CPU profiler is ours": the shim samples with its
@@ -106,94 +106,94 @@ def _fatal(ctx, name, mode="natural"):
 
 
 def test_fatal_SIGTERM(ctx):
-    """SPEC stop paths, fatal signal SIGTERM (kill from another process)."""
+    """CONTRACT.md, stop paths, fatal signal SIGTERM (kill from another process)."""
     _fatal(ctx, "SIGTERM")
 
 
 def test_fatal_SIGINT(ctx):
-    """SPEC stop paths, fatal signal SIGINT (kill from another process)."""
+    """CONTRACT.md, stop paths, fatal signal SIGINT (kill from another process)."""
     _fatal(ctx, "SIGINT")
 
 
 def test_fatal_SIGHUP(ctx):
-    """SPEC stop paths, fatal signal SIGHUP (kill from another process)."""
+    """CONTRACT.md, stop paths, fatal signal SIGHUP (kill from another process)."""
     _fatal(ctx, "SIGHUP")
 
 
 def test_fatal_SIGQUIT(ctx):
-    """SPEC stop paths, fatal signal SIGQUIT: core dumped as without the shim."""
+    """CONTRACT.md, stop paths, fatal signal SIGQUIT: core dumped as without the shim."""
     _fatal(ctx, "SIGQUIT")
 
 
 def test_fatal_SIGABRT(ctx):
-    """SPEC stop paths, SIGABRT from abort(): core dumped as without the shim."""
+    """CONTRACT.md, stop paths, SIGABRT from abort(): core dumped as without the shim."""
     _fatal(ctx, "SIGABRT")
 
 
 def test_fatal_SIGSEGV(ctx):
-    """SPEC stop paths, SIGSEGV from a null write: core dumped as without the shim."""
+    """CONTRACT.md, stop paths, SIGSEGV from a null write: core dumped as without the shim."""
     _fatal(ctx, "SIGSEGV")
 
 
 def test_fatal_SIGBUS(ctx):
-    """SPEC stop paths, SIGBUS from a read past the end of a mapped file."""
+    """CONTRACT.md, stop paths, SIGBUS from a read past the end of a mapped file."""
     _fatal(ctx, "SIGBUS")
 
 
 def test_fatal_SIGFPE(ctx):
-    """SPEC stop paths, SIGFPE from an integer division by zero."""
+    """CONTRACT.md, stop paths, SIGFPE from an integer division by zero."""
     _fatal(ctx, "SIGFPE")
 
 
 def test_fatal_SIGILL(ctx):
-    """SPEC stop paths, SIGILL from ud2."""
+    """CONTRACT.md, stop paths, SIGILL from ud2."""
     _fatal(ctx, "SIGILL")
 
 
 def test_fatal_SIGPIPE(ctx):
-    """SPEC stop paths, SIGPIPE from a write to a pipe without a reader."""
+    """CONTRACT.md, stop paths, SIGPIPE from a write to a pipe without a reader."""
     _fatal(ctx, "SIGPIPE")
 
 
 def test_fatal_SIGALRM(ctx):
-    """SPEC stop paths, SIGALRM from alarm()."""
+    """CONTRACT.md, stop paths, SIGALRM from alarm()."""
     _fatal(ctx, "SIGALRM")
 
 
 def test_fatal_SIGXCPU(ctx):
-    """SPEC stop paths, SIGXCPU from the RLIMIT_CPU soft limit."""
+    """CONTRACT.md, stop paths, SIGXCPU from the RLIMIT_CPU soft limit."""
     _fatal(ctx, "SIGXCPU")
 
 
 def test_fatal_SIGXFSZ(ctx):
-    """SPEC stop paths, SIGXFSZ from the RLIMIT_FSIZE soft limit (1 MiB; the
+    """CONTRACT.md, stop paths, SIGXFSZ from the RLIMIT_FSIZE soft limit (1 MiB; the
     profiles themselves are smaller than that)."""
     _fatal(ctx, "SIGXFSZ")
 
 
 def test_fatal_SIGUSR1(ctx):
-    """SPEC stop paths, fatal signal SIGUSR1 (kill from another process)."""
+    """CONTRACT.md, stop paths, fatal signal SIGUSR1 (kill from another process)."""
     _fatal(ctx, "SIGUSR1")
 
 
 def test_fatal_SIGUSR2(ctx):
-    """SPEC stop paths, fatal signal SIGUSR2 (kill from another process)."""
+    """CONTRACT.md, stop paths, fatal signal SIGUSR2 (kill from another process)."""
     _fatal(ctx, "SIGUSR2")
 
 
 def test_fatal_SIGSEGV_in_a_thread(ctx):
-    """SPEC stop paths, SIGSEGV from a null write in a second thread while
+    """CONTRACT.md, stop paths, SIGSEGV from a null write in a second thread while
     main waits in pthread_join."""
     _fatal(ctx, "SIGSEGV", "thread")
 
 
 def test_fatal_SIGABRT_in_a_thread(ctx):
-    """SPEC stop paths, abort() in a second thread."""
+    """CONTRACT.md, stop paths, abort() in a second thread."""
     _fatal(ctx, "SIGABRT", "thread")
 
 
 def test_fatal_SIGSEGV_stack_overflow(ctx):
-    """SPEC stop paths, SIGSEGV from a stack overflow (unbounded recursion),
+    """CONTRACT.md, stop paths, SIGSEGV from a stack overflow (unbounded recursion),
     a common way to die of SIGSEGV: the handler can only run on an alternate
     signal stack; both files written, the process dies of SIGSEGV with its
     core as without the shim."""
@@ -219,7 +219,7 @@ def _files_ok(ctx, d, r, what):
 
 
 def test_sigaction_view_matches_plain(ctx):
-    """SPEC Transparency: sigaction(sig, NULL, &old) reports what the program
+    """CONTRACT.md, transparency: sigaction(sig, NULL, &old) reports what the program
     would see without the shim: SIG_DFL at start for SIGTERM (and SIGHUP,
     SIGUSR2, SIGPROF, SIGRTMAX-4), then exactly the handler, flags and mask
     the program set, SIG_DFL after it sets SIG_DFL, SIG_IGN after SIG_IGN;
@@ -242,7 +242,7 @@ def test_sigaction_view_matches_plain(ctx):
 
 
 def test_sigaction_view_sa_restorer(ctx):
-    """SPEC Transparency, strictly: libc's sigaction() returns sa_flags with
+    """CONTRACT.md, transparency, strictly: libc's sigaction() returns sa_flags with
     SA_RESTORER set for any action it installed (it adds the flag and its
     restorer itself); a view that returns the program's struct as given
     lacks it. Same program as above, the "restorer" lines only."""
@@ -254,7 +254,7 @@ def test_sigaction_view_sa_restorer(ctx):
 
 
 def test_ignored_at_start_stays_ignored(ctx):
-    """SPEC Transparency: a signal ignored when the process starts (SIGINT
+    """CONTRACT.md, transparency: a signal ignored when the process starts (SIGINT
     and SIGHUP set to SIG_IGN by the parent, as nohup or a shell's background
     job does) stays ignored: the program sees SIG_IGN, survives SIGINT and
     SIGHUP sent by another process and raised by itself, and exits 0 with
@@ -307,14 +307,14 @@ def _own_handler(ctx, mode, code):
 
 
 def test_own_handler_replaces_shims_returns(ctx):
-    """SPEC Transparency: the program's own SIGTERM handler (sigaction)
+    """CONTRACT.md, transparency: the program's own SIGTERM handler (sigaction)
     replaces the shim's: it runs, main returns 42, the profiles are written
     at the return from main."""
     _own_handler(ctx, "handler_return", 42)
 
 
 def test_own_handler_replaces_shims_exits(ctx):
-    """SPEC Transparency: the program's own SIGTERM handler (signal()) calls
+    """CONTRACT.md, transparency: the program's own SIGTERM handler (signal()) calls
     _exit(43) inside the handler: status 43, profiles written at that _exit."""
     _own_handler(ctx, "handler_exit", 43)
 
@@ -342,8 +342,8 @@ def test_sigprof_stays_the_programs(ctx):
 
 
 def test_program_takes_the_sampling_signal(ctx):
-    """SPEC Transparency: "the same signal number sent by someone else reaches
-    the program as it would without the shim". A program that installs its
+    """CONTRACT.md, transparency: the same signal number sent by someone else
+    reaches the program as it would without the shim. A program that installs its
     own handler on the shim's signal (SIGRTMAX-4) gets exactly the signals it
     raises itself (3, si_code SI_TKILL) and none of the shim's timer signals,
     as without the shim; it exits 0, and the shim keeps sampling: the 0.5 s
@@ -363,7 +363,7 @@ def test_program_takes_the_sampling_signal(ctx):
 
 
 def test_reset_every_signal_to_default(ctx):
-    """SPEC Transparency + "never turns a clean exit into a crash": a program
+    """CONTRACT.md, transparency + stop paths (never a clean exit into a crash): a program
     that sets every signal to SIG_DFL (for i in 1..NSIG-1: signal(i,
     SIG_DFL), what many daemons do after fork) also sets SIGRTMAX-4, the
     shim's sampling signal, to SIG_DFL. The shim must keep sampling with its
@@ -399,7 +399,7 @@ def _env_diff(got, want, what):
 
 
 def test_environment_is_the_one_given(ctx):
-    """SPEC Transparency / CONFIG "Files" (PROFSHIM_IMAGE is "the one
+    """CONTRACT.md, transparency / CONFIG "Files" (PROFSHIM_IMAGE is "the one
     variable the shim adds that a profiled program can see"): `env`
     (coreutils) under the shim prints the variables it was started with
     (LD_PRELOAD and PROFILE_* included) plus at most PROFSHIM_IMAGE, nothing

@@ -1,6 +1,6 @@
 """scripts/profshim, the operator's wrapper, and the documentation of every
-variable (SPEC: "every one is documented in docs/ and in scripts/profshim
---help")."""
+variable (CONTRACT.md, variables: every one is documented in docs/ and in
+scripts/profshim --help)."""
 
 import os
 import re

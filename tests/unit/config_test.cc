@@ -1,4 +1,4 @@
-// config: SPEC's slug examples, strict parsing, and the heap rate rounding.
+// config: CONTRACT.md's slug examples, strict parsing, and the heap rate rounding.
 #include "check.h"
 #include "config.h"
 
