@@ -115,7 +115,7 @@ MISSES = """### Why targets are missed, and what it would take
 
 1. **The stop inflates separate debug info (stop latency, peak RSS, most of
    active vs inert/raw).** The stop symbolizes in the process with file:line
-   (issue 4: a library whose Debian debug package is installed gets lines).
+   (a library whose Debian debug package is installed gets lines).
    Debian's debug files (`libc6-dbg`, 4 MB; `python3.11-dbg`, 11 MB) hold
    compressed DWARF, and libdw inflates whole sections
    (`dwfl_module_getdwarf` → zlib `inflate`: 72% of the stop thread's samples

@@ -4,15 +4,15 @@ could change, timed from inside so that process start and the stop are not
 in the figures.
 
 - threads (tests/bench/threads.c): thread create+join, each thread
-  allocating across size classes. Target: inert ≤ 1.1× plain (issue 9).
+  allocating across size classes. Target: inert ≤ 1.1× plain.
 - sigapi (tests/bench/sigapi.c): signal() + pthread_sigmask() pairs.
-  Target: active ≤ 1.3× plain (issue 9).
+  Target: active ≤ 1.3× plain.
 - mallocs (tests/bench/mallocs.c): one thread per core allocating at once.
   No target: it shows what one shared jemalloc arena costs
   (docs/ALLOCATOR.md), the price of the threads target.
 - climb (tests/bench/climb.c): a heap climbing to 1 GiB, with heap-peak
   files written as it goes (PROFILE_PEAK_AFTER=0: the loop is shorter than
-  the default 10 s). Target: active ≤ 1.03× inert (issue 11).
+  the default 10 s). Target: active ≤ 1.03× inert.
 
 Each is run plain, inert and active, interleaved (every program under every
 configuration, then again), one warm-up round not counted; a ratio is the

@@ -1,7 +1,7 @@
 """The "Process trees" section of `make bench` (bench.py calls run(),
 targets() and render(); `python3 tests/bench/tree.py --build build` runs it
 alone and prints it): what profiling a whole tree of short-lived images
-costs (issue 13).
+costs.
 
 - true-pair: `env /bin/true`, two images (env execs true). Target: an
   active image costs ≤ 2 ms more than an inert one; the stop of such an
@@ -426,7 +426,7 @@ def targets(data):
 def render(data, fmt_range, md_table):
     """The markdown section (a list of lines)."""
     L = ["## Process trees", "",
-         "Workloads of many short-lived images (issue 13), %d warm-up + %d counted rounds, interleaved. A "
+         "Workloads of many short-lived images, %d warm-up + %d counted rounds, interleaved. A "
          "`×plain` cell is the median (min–max) of the per-round ratios to the plain run of the same round. "
          "Active runs of a workload share one `PROFILE_DIR` (and so the symbol cache, warm after the warm-up "
          "round); `stop ms` is over every image's summary line of the counted rounds, `cold` the first active "

@@ -4,9 +4,9 @@ re-renders the page from the last full run's benchmarks.json): what the wait
 profile (NAME.wait.pprof, PROFILE_WAIT_SAMPLE) costs.
 
 - wait-mutex (tests/bench/waitcost.c mutex): lock/unlock of one uncontended
-  mutex. Target: active ≤ 1.02× inert (issue 12).
+  mutex. Target: active ≤ 1.02× inert.
 - wait-write: 1M write()s of 1 byte to /dev/null. Target: active ≤ 1.10×
-  inert (issue 12).
+  inert.
 - wait-threads: 256 threads blocked nearly all the time in 1 ms
   nanosleep()s, 30 frames deep. Target: the wait profile's extra CPU
   (active − active with PROFILE_WAIT_SAMPLE=0, per round) ≤ 3% of one CPU

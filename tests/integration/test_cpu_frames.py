@@ -1,4 +1,4 @@
-"""Whose frames a CPU stack shows (issue 16, items 2 and 3).
+"""Whose frames a CPU stack shows.
 
 Signal frames: the frame a signal interrupted is an interrupted instruction,
 not a call's return address: it is looked up at its own address, not minus
@@ -6,7 +6,7 @@ one, and the trampoline between it and the handler (glibc's __restore_rt) is
 not one of the program's frames. sig_resume's SIGILL and SIGSEGV handlers
 burn CPU and resume trap_ill / trap_segv, whose faulting instruction is
 their first byte, right after a one-byte prev_ill / prev_segv: read as a
-return address it names prev_*. Before issue 16 every handler's CPU sat
+return address it names prev_*. Before the fix every handler's CPU sat
 under prev_* with an unnamed [libc.so.6] frame above it; the first fix
 dropped trap_* and kept that frame (libunwind flags the interrupted frame as
 the signal frame, not the trampoline).
@@ -134,7 +134,7 @@ def _section(path, name):
 def test_dlclose_loop_has_no_shim_frames(ctx):
     """3,000 dlopen / cycle_work (100 us) / dlclose cycles at 1000 Hz: no
     location of the CPU profile lies in libprofshim.so's code other than
-    its allocator (before issue 16 the hook's scan of the whole stack table
+    its allocator (before the fix, the hook's scan of the whole stack table
     was ~10% of such a profile), and the plugin's work is there, named."""
     so = _plugin(ctx)
     r, d = ctx.profile(["dl_cycles", so, "3000", "100"], PROFILE_CPU_HZ=1000)

@@ -1,4 +1,4 @@
-"""CPU accuracy at any thread count, and thread labels (issue 5).
+"""CPU accuracy at any thread count, and thread labels.
 
 CONTRACT.md, transparency, threads: every thread is sampled, including
 threads that a library creates; N busy threads on N cores are each sampled at
@@ -87,8 +87,8 @@ def _accuracy(ctx, hz):
         check(abs(share - 1.0 / N) <= 0.03, "%d Hz: thread %s (tid %d) has %.1f%% of the profile's CPU; each "
               "of %d equal threads must have 12.5%% +- 3 points\n%s" % (hz, name, tid, 100 * share, N, indent(table)))
         # A thread's samples add up to its CPU from its timer's arming to
-        # its end (which credits what it used after its last sample, issue
-        # 16). Before that credit the gap after the last sample grew on a
+        # its end (which credits what it used after its last sample).
+        # Before that credit the gap after the last sample grew on a
         # loaded machine, where the kernel's ticks find the thread running
         # less often (4% with four CPU hogs beside the test, 9% under the
         # whole suite run by several sessions at once): +-10% per thread
@@ -216,7 +216,7 @@ def test_library_constructor_thread_preloaded(ctx):
 
 
 def test_library_threads_are_named(ctx):
-    """Issue 5, thread labels: the threads a library starts carry their
+    """Thread labels: the threads a library starts carry their
     thread_name label (pthread_setname_np: ctor-burn, pool-0, pool-1),
     including the constructor's thread, which exits before the stop."""
     prof, threads, table = _library_threads(ctx, linked=True)

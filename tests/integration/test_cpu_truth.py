@@ -1,13 +1,13 @@
-"""What the CPU profile and the summary line say is true (issue 16, items 1
-and 5): short-lived threads keep their CPU, the summary's figures are the
-profile's own, and the CPU the profile does not cover is said.
+"""What the CPU profile and the summary line say is true: short-lived
+threads keep their CPU, the summary's figures are the profile's own, and the
+CPU the profile does not cover is said.
 
 Short threads: cpu_short_threads starts N threads one after another, each
 burning MS ms of its own CPU (CLOCK_THREAD_CPUTIME_ID) in short_task and
 ending; most end before the kernel's tick (250 Hz here) delivers one timer
 signal to them. The profile must still hold their CPU: a thread's end
 credits what it used since its last sample (or since its timer was armed),
-to its last stack or to its start routine. Before issue 16 the profile held
+to its last stack or to its start routine. Before the fix the profile held
 7-13% of 200 x 3 ms at 100 Hz; with CPU counted in whole periods it held
 their CPU on average but 0.6-0.75 s of 0.6 s from run to run (a 3 ms thread
 reaches its one random 10 ms expiry three times in ten).
@@ -129,7 +129,7 @@ def test_short_threads_3ms_1000hz(ctx):
 
 
 def test_short_threads_20ms_100hz(ctx):
-    """100 threads x 20 ms at 100 Hz (the issue measured 1.51 s of 2.0 s)."""
+    """100 threads x 20 ms at 100 Hz (1.51 s of 2.0 s before the fix)."""
     _short_threads(ctx, 100, 20, 100)
 
 

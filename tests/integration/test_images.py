@@ -1,4 +1,4 @@
-"""Process images: the exec family, fork, vfork and posix_spawn (issue 3).
+"""Process images: the exec family, fork, vfork and posix_spawn.
 
 CONTRACT.md, files: the root process's final image writes NAME.*; every other
 profiled image (a forked child, an exec'd descendant, the image a process had

@@ -1,4 +1,4 @@
-"""A newcomer's path (issue 17): relative paths that stay put through a child
+"""A newcomer's path: relative paths that stay put through a child
 that changes directory, one line for what would otherwise be silent (an exec
 into a statically linked program, a misspelt variable)."""
 

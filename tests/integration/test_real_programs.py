@@ -1,4 +1,4 @@
-"""Real programs from Debian's packages under the shim (issue 3).
+"""Real programs from Debian's packages under the shim.
 
 CONTRACT.md, activation: the shim is preloaded into any unmodified, dynamically
 linked Linux process; stop paths (return/exit, a fatal signal with the default

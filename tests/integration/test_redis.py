@@ -1,7 +1,7 @@
-"""Debian's redis-server, linked with libjemalloc2, under the shim (issue
-15): after 200k SETs its INFO memory, which it reads through mallctl, must
-describe the jemalloc that serves it, inert and active, as it does without
-the shim; the active heap profile holds what redis says it uses.
+"""Debian's redis-server, linked with libjemalloc2, under the shim: after
+200k SETs its INFO memory, which it reads through mallctl, must describe the
+jemalloc that serves it, inert and active, as it does without the shim; the
+active heap profile holds what redis says it uses.
 
 redis is installed from Debian's packages by scripts/install-deps and is
 never started as a service: each run starts redis-server by hand on a unix

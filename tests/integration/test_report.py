@@ -45,8 +45,8 @@ def _report(ctx):
     d = ctx.mkdtemp("prof")
     r = profshim(ctx, ["run", "-d", d, "-n", "demo", "--", ctx.workload("demo")])
     check(r.rc == 0, "demo under profshim run:\n%s" % r.describe())
-    # Memory over time comes from another branch's writer (issue 11); a
-    # table in its documented shape stands for it here.
+    # Memory over time comes from another branch's writer (CONTRACT.md,
+    # snapshots); a table in its documented shape stands for it here.
     with open(os.path.join(d, "demo.mem.tsv"), "w") as f:
         f.write("time\tseconds\tevent\trss_bytes\theap_allocated_bytes\tallocator_mapped_bytes\theap_peak_bytes\n"
                 "1764523000.10\t0.100\tpeak\t1000\t10\t64\t10\n"

@@ -1,4 +1,4 @@
-"""Signals and threads as real programs use them (issue 9), each run compared
+"""Signals and threads as real programs use them, each run compared
 with a plain run of the same program (tests/workloads/sig_habits.c).
 
 CONTRACT.md, transparency: every thread is sampled whatever its mask (worker pools

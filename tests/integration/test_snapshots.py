@@ -1,4 +1,4 @@
-"""Long-running services (issue 11): the heap's high-water mark on disk
+"""Long-running services: the heap's high-water mark on disk
 before a SIGKILL or the OOM killer, snapshots by signal, trigger file and
 interval while the program runs, memory over time, and the rules that keep
 short images and small heaps from paying for any of it.

@@ -1,5 +1,5 @@
 """The stop never changes what the program does, and the files are safe where
-services write them (issue 10, one test per item).
+services write them (one test per item).
 
 CONTRACT.md, stop paths: a stop that cannot finish writing within a bound
 gives up, says so on stderr, and lets the process end as it would have; the

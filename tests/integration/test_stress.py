@@ -1,5 +1,5 @@
 """Stress: the stop paths at random, under allocation churn and racing each
-other (issue 3; issue 10, "a randomized stop-path stress run").
+other (a randomized stop-path stress run).
 
 CONTRACT.md, stop paths: writing is once and race-free (two threads
 calling exit, or a signal that arrives while a stop is being written, still
@@ -7,8 +7,8 @@ give one complete set); the shim never hangs a process; the process's exit
 status, or the signal it died of, is exactly what it would have been;
 CONTRACT.md, files: written atomically, a reader never sees a partial file, no two
 images overwrite each other; "The summary line": exactly one per image;
-issue 10: every run "leaves readable files or one line saying why not, and
-leaves no temporary file".
+CONTRACT.md, errors: every run leaves readable files or one line saying why
+not, and no temporary file.
 
 tests/workloads/st_stress.c: three allocating threads and one that blocks
 every signal and allocates, while main ends the process after a random delay

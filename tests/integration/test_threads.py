@@ -1,4 +1,4 @@
-"""Stops in threads and while threads run (issue 3).
+"""Stops in threads and while threads run.
 
 CONTRACT.md, stop paths: writing is once and race-free: two threads
 calling exit, or a signal that arrives while a stop is being written, still

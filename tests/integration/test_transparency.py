@@ -1,4 +1,4 @@
-"""Fatal signals and signal transparency (issue 3).
+"""Fatal signals and signal transparency.
 
 CONTRACT.md, stop paths, the fatal-signal row: for every signal
 of the list (SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGABRT from abort(), SIGSEGV,

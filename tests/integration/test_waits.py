@@ -1,4 +1,4 @@
-"""The wait profile (issue 12): NAME.wait.pprof, where threads wait, by
+"""The wait profile: NAME.wait.pprof, where threads wait, by
 stack, as Go's block profile: sample types contentions/count and
 delay/nanoseconds, labels call, thread_name and thread_id, each stack's leaf
 the blocking call itself. Sampled by duration (PROFILE_WAIT_SAMPLE), taken on

@@ -118,7 +118,7 @@ ssize_t abandoning_write(int fd, const void* b, size_t n) {
 }
 }  // namespace
 
-// Issue 10 item 9: a stop that gave up removes the temporary being written,
+// A stop that gave up removes the temporary being written,
 // nothing is renamed into place after it, the old file stays, and a later
 // write of the same stop writes nothing; reset() (a new image) writes again.
 TEST(abandon_mid_write_removes_the_temporary) {

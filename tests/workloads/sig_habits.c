@@ -1,6 +1,6 @@
 // sig_habits: how real programs use signals and threads, one habit a mode,
 // each printing what it saw so a run under the shim can be compared line for
-// line with a plain run (issue 9). Modes:
+// line with a plain run. Modes:
 //   lzma          main blocks every signal around pthread_create (liblzma's
 //                 habit): 2 workers inherit a full mask and burn 0.4 s each;
 //                 each prints whether its mask query shows SIGRTMAX-4.

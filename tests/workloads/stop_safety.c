@@ -1,4 +1,4 @@
-// stop_safety: programs for issue 10, "the stop never changes what the
+// stop_safety: programs for "the stop never changes what the
 // program does": each mode does one thing a stop must survive, and prints on
 // stdout only what does not depend on the shim (so a test can compare stdout
 // with a plain run byte for byte).
