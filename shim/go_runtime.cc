@@ -69,6 +69,7 @@ namespace go_runtime {
 namespace {
 
 bool g_go;
+bool g_dwarf;
 // The goroutine pointer's place, relative to the thread pointer (%fs:0):
 // the same in every thread (static TLS). 0: unknown.
 intptr_t g_tls_off;
@@ -103,6 +104,7 @@ struct Exe {
   void* tls = nullptr;  // its TLS block in this thread
   uint64_t text_lo[4] = {}, text_hi[4] = {};
   int ntext = 0;
+  uint64_t tls_size = 0;  // its PT_TLS's
   bool in_text(uint64_t a, size_t n) const {
     for (int i = 0; i < ntext; ++i)
       if (a >= text_lo[i] && a + n <= text_hi[i]) return true;
@@ -115,6 +117,7 @@ int exe_info(struct dl_phdr_info* info, size_t, void* out) {
   e->bias = info->dlpi_addr, e->tls = info->dlpi_tls_data;
   for (int i = 0; i < info->dlpi_phnum && e->ntext < 4; ++i) {
     const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type == PT_TLS) e->tls_size = ph.p_memsz;
     if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
     e->text_lo[e->ntext] = info->dlpi_addr + ph.p_vaddr;
     e->text_hi[e->ntext++] = info->dlpi_addr + ph.p_vaddr + ph.p_memsz;
@@ -136,6 +139,7 @@ uintptr_t thread_pointer() {
 
 struct Symbols {
   uint64_t pclntab = 0, pclntab_size = 0;  // .gopclntab, as linked
+  bool dwarf = false;                      // .debug_info is there
   uint64_t exit = 0;
   uint64_t tlsg = 0;
   bool tlsg_found = false;
@@ -159,9 +163,11 @@ bool read_symbols(Symbols* s) {
     const auto* sh = reinterpret_cast<const ElfW(Shdr)*>(base + eh->e_shoff);
     const ElfW(Shdr)* names = eh->e_shstrndx < eh->e_shnum ? &sh[eh->e_shstrndx] : nullptr;
     for (int i = 0; names && names->sh_offset + names->sh_size <= size && i < eh->e_shnum; ++i) {
-      if (sh[i].sh_name >= names->sh_size || !(sh[i].sh_flags & SHF_ALLOC)) continue;
+      if (sh[i].sh_name >= names->sh_size) continue;
       const char* name = base + names->sh_offset + sh[i].sh_name;
       size_t room = names->sh_size - sh[i].sh_name;
+      if (named(name, room, ".debug_info") || named(name, room, ".zdebug_info")) s->dwarf = true;
+      if (!(sh[i].sh_flags & SHF_ALLOC)) continue;
       if (named(name, room, ".gopclntab") || named(name, room, ".data.rel.ro.gopclntab"))
         s->pclntab = sh[i].sh_addr, s->pclntab_size = sh[i].sh_size;
     }
@@ -219,18 +225,26 @@ bool detect() {
 
 bool is_go() { return g_go; }
 
+bool has_dwarf() { return g_dwarf; }
+
 bool setup(uint64_t stop_timeout_ms, const char** why) {
   g_go = true;
   Symbols s;
-  if (!read_symbols(&s)) return *why = "the executable has no symbol table", false;
+  const bool symtab = read_symbols(&s);
+  g_dwarf = s.dwarf;
   Exe exe;
   dl_iterate_phdr(exe_info, &exe);
   // The goroutine's place: the executable's TLS block in this thread, at
-  // runtime.tlsg's offset in it.
+  // runtime.tlsg's offset in it; in a stripped binary whose TLS is Go's
+  // one word alone, that word.
+  if (!s.tlsg_found && exe.tls_size == 8) s.tlsg = 0, s.tlsg_found = true;
   if (s.tlsg_found && exe.tls) g_tls_off = intptr_t(uintptr_t(exe.tls) + s.tlsg - thread_pointer());
+  // Go's tables survive stripping (its runtime needs them).
   if (s.pclntab) go_unwind::load(reinterpret_cast<const void*>(s.pclntab + exe.bias), s.pclntab_size);
-  const uint64_t exit = s.exit + exe.bias;
-  if (!s.exit || !exe.in_text(exit, sizeof kExit)) return *why = "no runtime.exit in its symbol table", false;
+  // runtime.exit: from the symbol table, or else from Go's own (stripped).
+  uint64_t exit = s.exit ? s.exit + exe.bias : go_unwind::find_function("runtime.exit");
+  if (!exit || !exe.in_text(exit, sizeof kExit))
+    return *why = symtab ? "no runtime.exit in its tables" : "no symbol table, and no runtime.exit in Go's", false;
   if (memcmp(reinterpret_cast<const void*>(exit), kExit, sizeof kExit) != 0)
     return *why = "runtime.exit is not the code this shim knows", false;
   profshim_go_exit_top = g_exit_stack + sizeof g_exit_stack;

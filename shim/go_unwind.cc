@@ -22,6 +22,7 @@ struct Table {
   uint32_t min_lc = 1;
   uint64_t nfunc = 0;
   uint64_t text = 0;                     // function entries' base (1.18 on)
+  const unsigned char* names = nullptr;  // function names (funcnametab)
   const unsigned char* pctab = nullptr;  // pc-value tables
   const unsigned char* functab = nullptr;
   uint64_t text_lo = 0, text_hi = 0;
@@ -122,9 +123,9 @@ bool load(const void* pclntab, uint64_t size) {
   // filetab, pctab and pclntab (the functab) from the header.
   const unsigned char* offs = h + 24;
   if (t.version >= 118) t.text = u64(offs), offs += 8;
-  uint64_t pctab = u64(offs + 24), pcln = u64(offs + 32);
-  if (pctab >= size || pcln >= size || t.nfunc == 0 || t.nfunc > size) return false;
-  t.pctab = h + pctab, t.functab = h + pcln;
+  uint64_t names = u64(offs), pctab = u64(offs + 24), pcln = u64(offs + 32);
+  if (names >= size || pctab >= size || pcln >= size || t.nfunc == 0 || t.nfunc > size) return false;
+  t.names = h + names, t.pctab = h + pctab, t.functab = h + pcln;
   g_t = t;
   // The functions' span: the first one's entry to the table's end entry.
   const unsigned char* f;
@@ -133,6 +134,35 @@ bool load(const void* pclntab, uint64_t size) {
     return false;
   }
   return true;
+}
+
+uint64_t find_function(const char* name) {
+  const size_t len = strlen(name);
+  for (uint64_t i = 0; g_t.base && i < g_t.nfunc; ++i) {
+    uint64_t pc;
+    const unsigned char* f;
+    if (!entry(i, &pc, &f) || !inside(f, 16)) return 0;
+    // _func.nameOff: at 4 from 1.18 on, at 8 before (after a uintptr entry).
+    int32_t off;
+    memcpy(&off, f + (g_t.version >= 118 ? 4 : 8), 4);
+    const unsigned char* n = g_t.names + off;
+    if (off >= 0 && inside(n, len + 1) && memcmp(n, name, len + 1) == 0) return pc;
+  }
+  return 0;
+}
+
+const char* name_of(uint64_t pc) {
+  const unsigned char* f;
+  uint64_t start;
+  if (!find(pc, &f, &start)) return nullptr;
+  int32_t off;
+  memcpy(&off, f + (g_t.version >= 118 ? 4 : 8), 4);
+  const unsigned char* n = g_t.names + off;
+  if (off < 0 || !inside(n, 1)) return nullptr;
+  // NUL-terminated inside the table, or no name.
+  for (const unsigned char* p = n; inside(p, 1); ++p)
+    if (*p == 0) return reinterpret_cast<const char*>(n);
+  return nullptr;
 }
 
 bool in_go(uint64_t pc) {

@@ -8,6 +8,12 @@ namespace go_unwind {
 // The executable's .gopclntab, as mapped. False if its format is not one
 // this walker reads (the walk then finds no Go function).
 bool load(const void* pclntab, uint64_t size);
+// The entry of the Go function named name (as Go names it: "runtime.exit"),
+// 0 if none: the way to a function in a stripped binary.
+uint64_t find_function(const char* name);
+// The name of the Go function holding pc, from Go's tables (stripped
+// binaries keep them), or null.
+const char* name_of(uint64_t pc);
 // Whether pc is inside a Go function. Signal-safe.
 bool in_go(uint64_t pc);
 // From the interrupted Go function at pc with stack pointer sp, appends

@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <memory>
 
+#include "go_runtime.h"
+#include "go_unwind.h"
 #include "procmaps.h"
 #include "symbolize_internal.h"
 #include "symbolize_perfmap.h"
@@ -265,6 +267,14 @@ Result Session::Impl::resolve(uint64_t pc) {
     name_generated(pc, &r);
     return r;
   }
+  // Go code without DWARF (a stripped binary, whose .dynsym names would
+  // be a neighbour's): the name Go's own tables give, as Go prints it.
+  if (go_runtime::is_go() && !go_runtime::has_dwarf())
+    if (const char* go = go_unwind::name_of(pc)) {
+      r.frames.emplace_back();
+      r.frames.back().name = r.frames.back().system_name = go;
+      return r;
+    }
   const bool keep = cacheable(m);
   const uint64_t rel = keep ? pc - mods[m]->low : 0;
   if (keep)
