@@ -26,7 +26,7 @@ import subprocess
 from common import Skip, check, clip, indent
 from st_helpers import pprofs, prof_env, run, workload_source
 
-def _build_go(ctx, name):
+def _build_go(ctx, name, *flags):
     if not ctx.go:
         raise Skip("go not found: scripts/install-deps installs golang-go")
     d = ctx.mkdtemp("go-" + name)
@@ -34,7 +34,7 @@ def _build_go(ctx, name):
     exe = os.path.join(d, name)
     env = dict(ctx.env(preload=False), CGO_ENABLED="1", GOFLAGS="", GOTOOLCHAIN="local", GO111MODULE="off",
                GOPROXY="off", GOCACHE=os.path.join(d, "cache"), GOPATH=os.path.join(d, "gopath"), HOME=d)
-    p = subprocess.run([ctx.go, "build", "-o", exe, "main.go"], cwd=d, env=env, stdout=subprocess.PIPE,
+    p = subprocess.run([ctx.go, "build"] + list(flags) + ["-o", exe, "main.go"], cwd=d, env=env, stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, timeout=300)
     check(p.returncode == 0, "go build of %s failed:\n%s" % (name, indent(clip(p.stdout))))
     return exe
@@ -141,3 +141,26 @@ def test_cgo_go_program_with_busy_goroutines(ctx):
             what, cpu / 1e9, prof.cum_table("cpu")))
         check(prof.cum("crypto/sha256.block", "cpu") > 0.2 * cpu, "%s: the hashing is not in the profile\n%s" % (
             what, prof.cum_table("cpu")))
+
+
+def test_stripped_go_program(ctx):
+    """Built with -ldflags='-s -w' (no symbol table, no DWARF): runtime.exit
+    is found by name in Go's own tables, which stripping keeps, and the
+    goroutine's place is Go's one TLS word. os.Exit(3): status 3, three
+    files, no warning, and most of the CPU in stacks that reach main."""
+    exe = _build_go(ctx, "httphash", "-ldflags=-s -w")
+    argv = [exe, "60", "exit3"]
+    plain = run(ctx, argv, env=ctx.env(preload=False))
+    d = ctx.mkdtemp("prof")
+    r = run(ctx, argv, env=prof_env(ctx, d, PROFILE_CPU_HZ=1000))
+    _same_as_plain(plain, r, "stripped")
+    check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "PROFILE_DIR holds %s\n%s" % (
+        pprofs(d), r.describe()))
+    lines = _lines(r)
+    check(len(lines) == 1 and "wrote" in lines[0], "want the one summary line, got %s" % lines)
+    prof = ctx.read(os.path.join(d, "run.cpu.pprof"), r)
+    cpu = prof.total("cpu")
+    i_cpu = prof.index("cpu")
+    in_main = sum(s.values[i_cpu] for s in prof.samples if any(f.name.startswith("main.") for f in s.stack))
+    check(in_main >= 0.5 * cpu, "only %.0f%% of the CPU in stacks that reach main.\n%s" % (
+        100.0 * in_main / max(cpu, 1), prof.cum_table("cpu")))
