@@ -173,6 +173,10 @@ void at_call() {
 void after_alloc() {
   if (t_exempt || !stackwalk::may_park_leaving_alloc()) return;
   int e = errno;
+  // Parked here the thread holds none of the allocator's locks, though its
+  // stack still passes through the shim's malloc: a fatal signal deferred
+  // for having come inside malloc, retried now, must not be deferred again.
+  stackwalk::LeftAlloc left;
   park_here();
   errno = e;
 }

@@ -11,19 +11,25 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <string>
 
+#include "errline.h"
+#include "freeze.h"
 #include "go_unwind.h"
 #include "lifecycle.h"
+#include "signals.h"
+#include "sys.h"
 
 // Entered by a jump from runtime.exit's first instruction with the status
 // in edi (that instruction, loading it, is kept) and the stack pointer on a
 // goroutine's stack, which may have a few hundred bytes left: the first
-// thread here moves to a stack of the shim's before any C code runs. A
+// thread here moves to a stack of the shim's before any C code runs, and
+// passes where it came from (rsi). A
 // second thread that exits meanwhile waits (the first one's exit_group ends
 // it), at most as long as the stop may take, then exits itself.
 extern "C" {
 __attribute__((visibility("hidden"))) void profshim_go_exit_stub();
-__attribute__((visibility("hidden"), noreturn)) void profshim_go_exit(int status);
+__attribute__((visibility("hidden"), noreturn)) void profshim_go_exit(int status, uintptr_t sp);
 __attribute__((visibility("hidden"))) char* profshim_go_exit_top;
 __attribute__((visibility("hidden"))) int profshim_go_exit_busy;
 __attribute__((visibility("hidden"))) int profshim_go_exit_waits = 1000;
@@ -41,6 +47,7 @@ profshim_go_exit_stub:
   xchgl %eax, profshim_go_exit_busy(%rip)
   testl %eax, %eax
   jnz 1f
+  movq %rsp, %rsi
   movq profshim_go_exit_top(%rip), %rsp
   andq $-16, %rsp
   call profshim_go_exit
@@ -69,12 +76,12 @@ namespace go_runtime {
 namespace {
 
 bool g_go;
-bool g_dwarf;
 // The goroutine pointer's place, relative to the thread pointer (%fs:0):
 // the same in every thread (static TLS). 0: unknown.
 intptr_t g_tls_off;
 alignas(16) char g_exit_stack[128 << 10];
-char g_how[64];
+char g_how[96];
+uint64_t g_timeout_ms;
 
 // runtime.exit as every Go release since 1.0 assembles it on linux/amd64:
 // MOVL code+0(FP), DI; MOVL $231, AX; SYSCALL; RET; then INT3 padding.
@@ -140,6 +147,8 @@ uintptr_t thread_pointer() {
 struct Symbols {
   uint64_t pclntab = 0, pclntab_size = 0;  // .gopclntab, as linked
   bool dwarf = false;                      // .debug_info is there
+  uint64_t pcln_sym = 0, epcln_sym = 0;    // runtime.pclntab, runtime.epclntab
+  uint64_t relro = 0, relro_size = 0;      // .data.rel.ro: a PIE's pclntab is inside
   uint64_t exit = 0;
   uint64_t tlsg = 0;
   bool tlsg_found = false;
@@ -170,6 +179,7 @@ bool read_symbols(Symbols* s) {
       if (!(sh[i].sh_flags & SHF_ALLOC)) continue;
       if (named(name, room, ".gopclntab") || named(name, room, ".data.rel.ro.gopclntab"))
         s->pclntab = sh[i].sh_addr, s->pclntab_size = sh[i].sh_size;
+      if (named(name, room, ".data.rel.ro")) s->relro = sh[i].sh_addr, s->relro_size = sh[i].sh_size;
     }
     for (int i = 0; i < eh->e_shnum; ++i) {
       if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum) continue;
@@ -187,6 +197,10 @@ bool read_symbols(Symbols* s) {
           s->exit = sym[k].st_value;
         } else if (named(name, room, "runtime.tlsg") && ELF64_ST_TYPE(sym[k].st_info) == STT_TLS) {
           s->tlsg = sym[k].st_value, s->tlsg_found = true;
+        } else if (named(name, room, "runtime.pclntab")) {
+          s->pcln_sym = sym[k].st_value;
+        } else if (named(name, room, "runtime.epclntab")) {
+          s->epcln_sym = sym[k].st_value;
         }
       }
       ok = true;
@@ -225,13 +239,10 @@ bool detect() {
 
 bool is_go() { return g_go; }
 
-bool has_dwarf() { return g_dwarf; }
-
 bool setup(uint64_t stop_timeout_ms, const char** why) {
   g_go = true;
   Symbols s;
   const bool symtab = read_symbols(&s);
-  g_dwarf = s.dwarf;
   Exe exe;
   dl_iterate_phdr(exe_info, &exe);
   // The goroutine's place: the executable's TLS block in this thread, at
@@ -239,8 +250,24 @@ bool setup(uint64_t stop_timeout_ms, const char** why) {
   // one word alone, that word.
   if (!s.tlsg_found && exe.tls_size == 8) s.tlsg = 0, s.tlsg_found = true;
   if (s.tlsg_found && exe.tls) g_tls_off = intptr_t(uintptr_t(exe.tls) + s.tlsg - thread_pointer());
-  // Go's tables survive stripping (its runtime needs them).
-  if (s.pclntab) go_unwind::load(reinterpret_cast<const void*>(s.pclntab + exe.bias), s.pclntab_size);
+  // Go's tables survive stripping (its runtime needs them). Go's own
+  // linker puts them in a section of their own, except in a PIE, where they
+  // lie inside .data.rel.ro: found by their symbols, or else by their
+  // header's magic number there.
+  if (!s.pclntab && s.pcln_sym && s.epcln_sym > s.pcln_sym)
+    s.pclntab = s.pcln_sym, s.pclntab_size = s.epcln_sym - s.pcln_sym;
+  if (s.pclntab) {
+    go_unwind::load(reinterpret_cast<const void*>(s.pclntab + exe.bias), s.pclntab_size, !s.dwarf);
+  } else if (s.relro) {
+    const auto* lo = reinterpret_cast<const unsigned char*>(s.relro + exe.bias);
+    for (uint64_t off = 0; off + 64 <= s.relro_size; off += 8) {
+      uint32_t magic;
+      memcpy(&magic, lo + off, 4);
+      if ((magic == 0xfffffff1 || magic == 0xfffffff0 || magic == 0xfffffffa) &&
+          go_unwind::load(lo + off, s.relro_size - off, !s.dwarf))
+        break;
+    }
+  }
   // runtime.exit: from the symbol table, or else from Go's own (stripped).
   uint64_t exit = s.exit ? s.exit + exe.bias : go_unwind::find_function("runtime.exit");
   if (!exit || !exe.in_text(exit, sizeof kExit))
@@ -250,6 +277,7 @@ bool setup(uint64_t stop_timeout_ms, const char** why) {
   profshim_go_exit_top = g_exit_stack + sizeof g_exit_stack;
   // Waits of 10 ms: as long as the stop may take, and 10 s more.
   profshim_go_exit_waits = int(stop_timeout_ms / 10 + 1000);
+  g_timeout_ms = stop_timeout_ms;
   // movabs $stub, %rax; jmp *%rax
   unsigned char jump[12] = {0x48, 0xb8};
   uint64_t target = reinterpret_cast<uint64_t>(&profshim_go_exit_stub);
@@ -273,7 +301,7 @@ bool goroutine_stack(uintptr_t sp, uintptr_t* lo, uintptr_t* hi) {
 
 }  // namespace go_runtime
 
-extern "C" void profshim_go_exit(int status) {
+extern "C" void profshim_go_exit(int status, uintptr_t sp) {
   // The stop's record of how the program ended.
   static const char kHow[] = "Go's exit (status ";
   char* p = go_runtime::g_how;
@@ -286,7 +314,26 @@ extern "C" void profshim_go_exit(int status) {
   if (status < 0) *p++ = '-';
   while (n) *p++ = digits[--n];
   *p++ = ')', *p = 0;
-  lifecycle::stop(go_runtime::g_how);
+  // Go ends the process from its signal handler too (SIGQUIT, a fault in
+  // C code, glibc's abort): the code it interrupted may hold malloc's lock,
+  // which a stop (its thread, its symbols) would wait on for ever.
+  stack_t alt;
+  if (signals::raw_sigaltstack(nullptr, &alt) == 0 && alt.ss_size && sp >= uintptr_t(alt.ss_sp) &&
+      sp < uintptr_t(alt.ss_sp) + alt.ss_size) {
+    if (lifecycle::active())
+      errline::line((std::string("no profile: ") + go_runtime::g_how +
+                     " came from inside a signal handler, over code that may hold the locks a stop needs")
+                        .c_str());
+  } else {
+    // exit_group would end every thread at once: none runs on during the
+    // stop. (A stop already under way, a fatal signal's, is waited for as
+    // any thread would, parked when asked.)
+    if (lifecycle::active()) freeze::exempt(true);
+    uint64_t now = sys::now_ns(CLOCK_MONOTONIC), bound = go_runtime::g_timeout_ms * 1000000ull;
+    uint64_t quarter = bound / 4 < 300000000ull ? bound / 4 : 300000000ull;
+    if (lifecycle::active()) freeze::others(now + quarter, now + bound + 5000000000ull);
+    lifecycle::stop(go_runtime::g_how);
+  }
   syscall(SYS_exit_group, status);
   __builtin_unreachable();
 }

@@ -27,8 +27,6 @@ bool detect();
 bool setup(uint64_t stop_timeout_ms, const char** why);
 // Whether this is a Go program (detect() said so at setup).
 bool is_go();
-// Whether the executable has DWARF (else Go's own tables name its code).
-bool has_dwarf();
 // Whether sp is on the goroutine stack this thread runs now: its bounds.
 // Signal-safe: reads the thread's TLS and the goroutine's first two words.
 bool goroutine_stack(uintptr_t sp, uintptr_t* lo, uintptr_t* hi);

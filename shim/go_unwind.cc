@@ -26,6 +26,7 @@ struct Table {
   const unsigned char* pctab = nullptr;  // pc-value tables
   const unsigned char* functab = nullptr;
   uint64_t text_lo = 0, text_hi = 0;
+  bool names_wanted = false;  // the executable has no DWARF to name its code
 };
 Table g_t;
 
@@ -107,7 +108,7 @@ bool sp_delta(const unsigned char* func, uint64_t start, uint64_t pc, int32_t* o
 
 }  // namespace
 
-bool load(const void* pclntab, uint64_t size) {
+bool load(const void* pclntab, uint64_t size, bool name_code) {
   const auto* h = static_cast<const unsigned char*>(pclntab);
   if (size < 64 || h[4] != 0 || h[5] != 0 || h[7] != 8) return false;
   Table t;
@@ -126,6 +127,7 @@ bool load(const void* pclntab, uint64_t size) {
   uint64_t names = u64(offs), pctab = u64(offs + 24), pcln = u64(offs + 32);
   if (names >= size || pctab >= size || pcln >= size || t.nfunc == 0 || t.nfunc > size) return false;
   t.names = h + names, t.pctab = h + pctab, t.functab = h + pcln;
+  t.names_wanted = name_code;
   g_t = t;
   // The functions' span: the first one's entry to the table's end entry.
   const unsigned char* f;
@@ -154,7 +156,7 @@ uint64_t find_function(const char* name) {
 const char* name_of(uint64_t pc) {
   const unsigned char* f;
   uint64_t start;
-  if (!find(pc, &f, &start)) return nullptr;
+  if (!g_t.names_wanted || !find(pc, &f, &start)) return nullptr;
   int32_t off;
   memcpy(&off, f + (g_t.version >= 118 ? 4 : 8), 4);
   const unsigned char* n = g_t.names + off;

@@ -6,13 +6,14 @@
 namespace go_unwind {
 
 // The executable's .gopclntab, as mapped. False if its format is not one
-// this walker reads (the walk then finds no Go function).
-bool load(const void* pclntab, uint64_t size);
+// this walker reads (the walk then finds no Go function). names: the
+// executable has no DWARF, and name_of() names its code.
+bool load(const void* pclntab, uint64_t size, bool names);
 // The entry of the Go function named name (as Go names it: "runtime.exit"),
 // 0 if none: the way to a function in a stripped binary.
 uint64_t find_function(const char* name);
 // The name of the Go function holding pc, from Go's tables (stripped
-// binaries keep them), or null.
+// binaries keep them), or null (not Go code, or DWARF names it).
 const char* name_of(uint64_t pc);
 // Whether pc is inside a Go function. Signal-safe.
 bool in_go(uint64_t pc);

@@ -429,6 +429,7 @@ bool may_park_leaving_alloc() {
   if (holding()) return false;
   uint64_t frames[32];
   int n = here(frames, 32), i = 0;
+  if (n == 32) return false;  // deeper than the walk: the frames past it unseen
   while (i < n && !wrappers::in_alloc(pc_of(frames[i]))) ++i;
   if (i == n) return false;
   while (i < n && wrappers::in_alloc(pc_of(frames[i]))) ++i;
@@ -439,6 +440,7 @@ bool may_park_leaving_alloc() {
 
 bool interrupted_in_unsafe_code(void* uc, bool from_sigwait) {
   if (holding()) return true;
+  if (t_left_alloc) return false;
   uint64_t frames[32];
   int n = from_signal(uc, frames, 32);
   int i = 0;

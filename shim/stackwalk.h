@@ -137,6 +137,13 @@ struct Holding {
   Holding& operator=(const Holding&) = delete;
 };
 inline bool holding() { return t_holding > 0; }
+// While a thread is parked on its way out of the program's allocator
+// (freeze::after_alloc): the allocator's frames on its stack hold nothing.
+inline thread_local bool t_left_alloc = false;
+struct LeftAlloc {
+  LeftAlloc() { t_left_alloc = true; }
+  ~LeftAlloc() { t_left_alloc = false; }
+};
 // Whether the context a signal interrupted is inside such code, in any of
 // its first frames (a thread inside malloc, or inside a lock jemalloc took),
 // or its thread is Holding.

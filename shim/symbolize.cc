@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <memory>
 
-#include "go_runtime.h"
 #include "go_unwind.h"
 #include "procmaps.h"
 #include "symbolize_internal.h"
@@ -269,8 +268,7 @@ Result Session::Impl::resolve(uint64_t pc) {
   }
   // Go code without DWARF (a stripped binary, whose .dynsym names would
   // be a neighbour's): the name Go's own tables give, as Go prints it.
-  if (go_runtime::is_go() && !go_runtime::has_dwarf())
-    if (const char* go = go_unwind::name_of(pc)) {
+  if (const char* go = go_unwind::name_of(pc)) {
       r.frames.emplace_back();
       r.frames.back().name = r.frames.back().system_name = go;
       return r;

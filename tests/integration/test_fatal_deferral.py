@@ -51,7 +51,7 @@ def _one(ctx, shape, env, cwd):
     return r, _late_lines(r, sent_ns)
 
 
-def _shape(ctx, shape):
+def _shape(ctx, shape, kinds=(".cpu.pprof", ".heap.pprof", ".wait.pprof"), **vars):
     for i in range(PLAIN_RUNS):
         plain, late = _one(ctx, shape, ctx.env(preload=False), ctx.mkdtemp("cwd"))
         check(plain.status.is_signal(signal.SIGTERM), "%s without the shim: %s, want SIGTERM\n%s" % (
@@ -62,8 +62,8 @@ def _shape(ctx, shape):
     for i in range(RUNS):
         d = ctx.mkdtemp("prof")
         stem = "%s%d" % (shape, i)
-        r, late = _one(ctx, shape, prof_env(ctx, d, name=stem), ctx.mkdtemp("cwd"))
-        want = sorted(stem + s for s in (".cpu.pprof", ".heap.pprof", ".wait.pprof"))
+        r, late = _one(ctx, shape, prof_env(ctx, d, name=stem, **vars), ctx.mkdtemp("cwd"))
+        want = sorted(stem + s for s in kinds)
         got = pprofs(d)
         if not r.status.is_signal(signal.SIGTERM):
             problems.append("run %d: %s, want death by SIGTERM" % (i, r.status))
@@ -86,3 +86,12 @@ def test_sigterm_while_creating_spinning_threads(ctx):
 
 def test_sigterm_to_a_thread_inside_malloc(ctx):
     _shape(ctx, "malloc")
+
+
+def test_sigterm_to_a_thread_inside_glibc_malloc(ctx):
+    """The same with the heap profile off: glibc's malloc serves, through
+    the shim's functions, where a thread parks on its way out once a stop
+    asks. The signal, deferred for having come inside malloc, was retried
+    while that thread sat parked there and deferred again until the stop
+    gave up: no profile in 6 of 6."""
+    _shape(ctx, "malloc", kinds=(".cpu.pprof", ".wait.pprof"), PROFILE_HEAP_SAMPLE=0)

@@ -164,3 +164,24 @@ def test_stripped_go_program(ctx):
     in_main = sum(s.values[i_cpu] for s in prof.samples if any(f.name.startswith("main.") for f in s.stack))
     check(in_main >= 0.5 * cpu, "only %.0f%% of the CPU in stacks that reach main.\n%s" % (
         100.0 * in_main / max(cpu, 1), prof.cum_table("cpu")))
+
+
+def test_go_ends_itself_from_a_signal_handler_over_malloc(ctx):
+    """SIGQUIT to a C thread that mallocs and frees without pause: Go's
+    handler, on that thread, prints the goroutines and calls runtime.exit(2)
+    there, over code that may hold malloc's lock. A stop started there
+    (its thread's creation allocates) waited on that lock for ever: hung in
+    2 of 6 runs. Five runs with the heap profile off (glibc's malloc):
+    status 2 as without the shim, and the line says why there is no
+    profile."""
+    exe = _build_go(ctx, "httphash")
+    argv = [exe, "5", "quit"]
+    plain = run(ctx, argv, env=ctx.env(preload=False))
+    check(plain.status.is_exit(2), "the plain run:\n%s" % plain.describe())
+    for i in range(5):
+        d = ctx.mkdtemp("prof")
+        r = run(ctx, argv, env=prof_env(ctx, d, PROFILE_HEAP_SAMPLE=0), timeout=60)
+        check(r.status.key() == plain.status.key(), "run %d: %s, plain %s\n%s" % (i, r.status, plain.status, r.describe()))
+        lines = _lines(r)
+        check(len(lines) == 1 and ("signal handler" in lines[0] or "wrote" in lines[0]),
+              "run %d: want one line, got %s" % (i, lines))

@@ -11,6 +11,8 @@
 //	fatal   log.Fatal (status 1)
 //	term    SIGTERM to itself, with Go's default handling (death by it)
 //	notify  SIGTERM to itself, taken by signal.Notify; then main returns
+//	quit    a C thread mallocs and frees without pause; SIGQUIT goes to it,
+//	        and Go's handler, there, ends the process (status 2)
 //
 //	httphash [ROUNDS [HOW]]   (ROUNDS default 200, HOW default return)
 package main
@@ -19,6 +21,21 @@ package main
 // #include <string.h>
 // static int answer(void) { return 42; }
 // static void* hold(size_t n) { void* p = malloc(n); if (p) memset(p, 1, n); return p; }
+// #include <sys/syscall.h>
+// #include <unistd.h>
+// static volatile long churn_tid;
+// static void churn(void) {
+//   static void* keep[4096];
+//   unsigned long x = 1;
+//   churn_tid = syscall(SYS_gettid);
+//   for (;;) {
+//     x = x * 6364136223846793005ul + 1;
+//     unsigned i = (x >> 33) % 4096;
+//     free(keep[i]);
+//     keep[i] = malloc(16 + (x >> 50) % 2000);
+//   }
+// }
+// static long churner(void) { return churn_tid; }
 import "C"
 
 import (
@@ -120,6 +137,15 @@ func main() {
 		syscall.Kill(os.Getpid(), syscall.SIGTERM)
 		time.Sleep(10 * time.Second)
 		fmt.Println("SIGTERM did not end the process")
+	case "quit":
+		go C.churn()
+		for C.churner() == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(200 * time.Millisecond)
+		syscall.Tgkill(os.Getpid(), int(C.churner()), syscall.SIGQUIT)
+		time.Sleep(10 * time.Second)
+		fmt.Println("SIGQUIT did not end the process")
 	case "notify":
 		ch := make(chan os.Signal, 1)
 		signal.Notify(ch, syscall.SIGTERM)
