@@ -176,6 +176,7 @@ const Next& optional() {
   find(&n.mallctlbymib, "mallctlbymib");
   find(&n.malloc_stats_print, "malloc_stats_print");
   find(&n.mallinfo2, "mallinfo2");
+  find(&n.tc_property, "MallocExtension_GetNumericProperty");
   void* cf = dlsym(RTLD_NEXT, "cfree");
   n.cfree = cf ? reinterpret_cast<void (*)(void*)>(cf) : n.free;
   // The names glibc lacks left an error for dlerror(): a program that

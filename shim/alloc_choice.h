@@ -58,6 +58,8 @@ struct Next {
   int (*mallctlnametomib)(const char*, size_t*, size_t*);
   int (*mallctlbymib)(const size_t*, size_t, void*, size_t*, void*, size_t);
   void (*malloc_stats_print)(void (*)(void*, const char*), void*, const char*);
+  // tcmalloc's figures (a program linked with it), for NAME.mem.tsv.
+  int (*tc_property)(const char*, size_t*);
   void* mallinfo;   // struct mallinfo (*)(void)
   void* mallinfo2;  // struct mallinfo2 (*)(void)
   int (*malloc_trim)(size_t);

@@ -1,7 +1,6 @@
 // memlog: NAME.mem.tsv rows; see memlog.h.
 #include "memlog.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -52,8 +51,7 @@ void allocator_figures(uint64_t* allocated, uint64_t* mapped) {
     *allocated = a, *mapped = m;
     return;
   }
-  using Property = int (*)(const char*, size_t*);
-  if (auto prop = reinterpret_cast<Property>(dlsym(RTLD_DEFAULT, "MallocExtension_GetNumericProperty"))) {
+  if (auto prop = alloc_choice::optional().tc_property) {
     size_t a = 0, heap = 0;
     prop("generic.current_allocated_bytes", &a);
     prop("generic.heap_size", &heap);

@@ -155,6 +155,12 @@ void alone_in_place(void*) {
   in_place(nullptr);
   t_alone = false;
   heap::set_thread_active(was);
+  // Done before the signals held back meanwhile come in: a SIGTERM that
+  // came during the stop (a pool's worker told to go as it exits) is taken
+  // the moment they are unblocked, on this thread, and its handler waits
+  // for the stop to be done -- which would have been itself, for the whole
+  // stop timeout.
+  g_done();
   sigmask::unfiltered(SIG_SETMASK, &old, nullptr);
 }
 

@@ -134,6 +134,27 @@ def test_a_program_that_closes_its_stdio_and_runs_on_does_not_hold_the_pipe(ctx)
         check(not os.path.exists(gone), "%s: the reader waited for the program's end to have the pipe's" % label)
 
 
+def test_sigterm_while_the_exit_stop_runs_does_not_wait_for_the_timeout(ctx):
+    """A forked, single-threaded child returns from main and its parent
+    sends it SIGTERM at once, as a worker pool tells its exiting workers to
+    go: the stop ran on the child's own thread with signals held, and the
+    SIGTERM taken as they were unblocked waited for that very stop to be
+    marked done, for the whole PROFILE_STOP_TIMEOUT (5 s here; Python's
+    multiprocessing pools took 10 s longer to close in half the runs).
+    Three delays; the parent must not wait near the timeout (a bound of
+    4 s, far above the tens of milliseconds the stop takes)."""
+    for delay in ("0", "5000", "20000"):
+        d = ctx.mkdtemp("prof")
+        r = run(ctx, ["term_at_exit", delay], env=prof_env(ctx, d, PROFILE_STOP_TIMEOUT=5), timeout=60)
+        check(r.status.is_exit(0) and r.stdout_text.startswith("waited "), "delay %s: %s\n%s" % (
+            delay, r.status, r.describe()))
+        waited = float(r.stdout_text.split()[1])
+        check(waited < 4.0, "delay %s: the parent waited %.2f s for its child (PROFILE_STOP_TIMEOUT 5)\n%s" % (
+            delay, waited, r.describe()))
+        child = [n for n in pprofs(d) if ".term_at_exit." in n]
+        check(len(child) == 3, "delay %s: the child's files: %s" % (delay, pprofs(d)))
+
+
 def test_a_close_that_succeeds_keeps_errno(ctx):
     """close(2) succeeding leaves errno as it was (the shim's look at its
     duplicate of stderr left EBADF behind), inert and profiled."""
