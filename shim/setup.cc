@@ -85,7 +85,7 @@ void setup(void*) {
   const char* go_why = nullptr;
   if (go_runtime::detect() && !go_runtime::setup(cfg().stop_timeout_ms, &go_why))
     errline::line((std::string("warning: a Go program whose exit the shim cannot catch (") + go_why +
-                   "): its profiles are written at a signal's stop, an exec or PROFILE_INTERVAL's snapshots only")
+                   "): its profiles are written at a signal's stop or PROFILE_INTERVAL's snapshots only")
                       .c_str());
   if (sys::memory_limited()) stack::reserve(shim_thread::kStack);
   stackwalk::prime();
