@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <string>
 
 #include "errline.h"
 #include "freeze.h"
@@ -320,10 +319,15 @@ extern "C" void profshim_go_exit(int status, uintptr_t sp) {
   stack_t alt;
   if (signals::raw_sigaltstack(nullptr, &alt) == 0 && alt.ss_size && sp >= uintptr_t(alt.ss_sp) &&
       sp < uintptr_t(alt.ss_sp) + alt.ss_size) {
-    if (lifecycle::active())
-      errline::line((std::string("no profile: ") + go_runtime::g_how +
-                     " came from inside a signal handler, over code that may hold the locks a stop needs")
-                        .c_str());
+    // No allocation here (the lock it would take may be held): a static line.
+    static char text[256];
+    static const char kHead[] = "no profile: ";
+    static const char kTail[] = " came from inside a signal handler, over code that may hold the locks a stop needs";
+    size_t n = strlen(go_runtime::g_how);
+    memcpy(text, kHead, sizeof kHead - 1);
+    memcpy(text + sizeof kHead - 1, go_runtime::g_how, n);
+    memcpy(text + sizeof kHead - 1 + n, kTail, sizeof kTail);
+    if (lifecycle::active()) errline::line(text);
   } else {
     // exit_group would end every thread at once: none runs on during the
     // stop. (A stop already under way, a fatal signal's, is waited for as
