@@ -59,6 +59,25 @@ def _same_as_plain(plain, r, what):
         what, indent(plain.stdout_text), indent(r.stdout_text), r.describe()))
 
 
+def _profiled(ctx, plain, argv, what, **vars):
+    """A profiled run: as the plain one, with its three files. Returns it
+    and its PROFILE_DIR."""
+    d = ctx.mkdtemp("prof")
+    r = run(ctx, argv, env=prof_env(ctx, d, **vars))
+    _same_as_plain(plain, r, what)
+    check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "%s: PROFILE_DIR holds %s\n%s" % (
+        what, pprofs(d), r.describe()))
+    return r, d
+
+
+def _share_in_main(prof):
+    """The share of the CPU in samples whose stack reaches a main. frame."""
+    i = prof.index("cpu")
+    cpu = prof.total("cpu")
+    in_main = sum(s.values[i] for s in prof.samples if any(f.name.startswith("main.") for f in s.stack))
+    return in_main / max(cpu, 1)
+
+
 def test_go_program_that_returns_from_main(ctx):
     """main.main returns: Go ends the process with exit_group(0). Ten runs:
     each as the plain run (status, output), three files and one line; the
@@ -72,11 +91,7 @@ def test_go_program_that_returns_from_main(ctx):
     check(plain.status.is_exit(0) and plain.stdout_text.endswith("cgo 42\n"), "the plain run:\n%s" % plain.describe())
     for i in range(10):
         what = "run %d" % i
-        d = ctx.mkdtemp("prof")
-        r = run(ctx, argv, env=prof_env(ctx, d, PROFILE_CPU_HZ=1000))
-        _same_as_plain(plain, r, what)
-        check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "%s: PROFILE_DIR holds %s\n%s" % (
-            what, pprofs(d), r.describe()))
+        r, d = _profiled(ctx, plain, argv, what, PROFILE_CPU_HZ=1000)
         lines = _lines(r)
         check(len(lines) == 1 and "Go's own heap is not seen" in lines[0],
               "%s: want one line that names Go's heap as unseen, got %s" % (what, lines))
@@ -85,10 +100,9 @@ def test_go_program_that_returns_from_main(ctx):
         cpu = prof.total("cpu")
         check(cpu >= 0.9 * own, "%s: the program measured %.3f s of its own CPU, the profile holds %.3f s\n%s" % (
             what, own / 1e9, cpu / 1e9, prof.cum_table("cpu")))
-        i_cpu = prof.index("cpu")
-        in_main = sum(s.values[i_cpu] for s in prof.samples if any(f.name.startswith("main.") for f in s.stack))
-        check(in_main >= 0.8 * cpu, "%s: only %.0f%% of the CPU in stacks that reach main.\n%s" % (
-            what, 100.0 * in_main / max(cpu, 1), prof.cum_table("cpu")))
+        share = _share_in_main(prof)
+        check(share >= 0.8, "%s: only %.0f%% of the CPU in stacks that reach main.\n%s" % (
+            what, 100.0 * share, prof.cum_table("cpu")))
         check(prof.cum("crypto/sha256.(*digest).Write", "cpu") > 0.2 * cpu,
               "%s: the hashing has no caller in the profile\n%s" % (what, prof.cum_table("cpu")))
         heap = ctx.read(os.path.join(d, "run.heap.pprof"), r)
@@ -107,11 +121,7 @@ def test_go_program_every_way_it_ends(ctx):
     for how, stopped in sorted(how_stopped.items()):
         argv = [exe, "20", how]
         plain = run(ctx, argv, env=ctx.env(preload=False))
-        d = ctx.mkdtemp("prof")
-        r = run(ctx, argv, env=prof_env(ctx, d))
-        _same_as_plain(plain, r, how)
-        check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "%s: PROFILE_DIR holds %s\n%s" % (
-            how, pprofs(d), r.describe()))
+        r, d = _profiled(ctx, plain, argv, how)
         prof = ctx.read(os.path.join(d, "run.cpu.pprof"), r)
         check(any(("stopped by " + stopped) in c for c in prof.comments), "%s: want 'stopped by %s' in %s" % (
             how, stopped, prof.comments))
@@ -130,11 +140,7 @@ def test_cgo_go_program_with_busy_goroutines(ctx):
           "the plain run must print its digests and die of SIGTERM\n%s" % plain.describe())
     for i in range(5):
         what = "run %d" % i
-        d = ctx.mkdtemp("prof")
-        r = run(ctx, argv, env=prof_env(ctx, d, PROFILE_CPU_HZ=1000))
-        _same_as_plain(plain, r, what)
-        check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "%s: PROFILE_DIR holds %s\n%s" % (
-            what, pprofs(d), r.describe()))
+        r, d = _profiled(ctx, plain, argv, what, PROFILE_CPU_HZ=1000)
         prof = ctx.read(os.path.join(d, "run.cpu.pprof"), r)
         cpu = prof.total("cpu")
         check(cpu >= 0.9 * _own_cpu_ns(r, what), "%s: the profile holds %.2f s of CPU\n%s" % (
@@ -151,19 +157,13 @@ def test_stripped_go_program(ctx):
     exe = _build_go(ctx, "httphash", "-ldflags=-s -w")
     argv = [exe, "60", "exit3"]
     plain = run(ctx, argv, env=ctx.env(preload=False))
-    d = ctx.mkdtemp("prof")
-    r = run(ctx, argv, env=prof_env(ctx, d, PROFILE_CPU_HZ=1000))
-    _same_as_plain(plain, r, "stripped")
-    check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "PROFILE_DIR holds %s\n%s" % (
-        pprofs(d), r.describe()))
+    r, d = _profiled(ctx, plain, argv, "stripped", PROFILE_CPU_HZ=1000)
     lines = _lines(r)
     check(len(lines) == 1 and "wrote" in lines[0], "want the one summary line, got %s" % lines)
     prof = ctx.read(os.path.join(d, "run.cpu.pprof"), r)
-    cpu = prof.total("cpu")
-    i_cpu = prof.index("cpu")
-    in_main = sum(s.values[i_cpu] for s in prof.samples if any(f.name.startswith("main.") for f in s.stack))
-    check(in_main >= 0.5 * cpu, "only %.0f%% of the CPU in stacks that reach main.\n%s" % (
-        100.0 * in_main / max(cpu, 1), prof.cum_table("cpu")))
+    share = _share_in_main(prof)
+    check(share >= 0.5, "only %.0f%% of the CPU in stacks that reach main.\n%s" % (
+        100.0 * share, prof.cum_table("cpu")))
 
 
 def test_go_ends_itself_from_a_signal_handler_over_malloc(ctx):
