@@ -113,7 +113,14 @@ void written(uint64_t inuse_bytes) {
   g.backoff_ns.store(kFirstBackoffNs);
   g.recheck_pages.store(0);
   g.not_before_ns.store(g.age_ns);
-  g.trigger_pages.store(pages_for(next_threshold(inuse_bytes)));
+  uint64_t trigger = pages_for(next_threshold(inuse_bytes));
+  g.trigger_pages.store(trigger);
+  // The dump just written may be older than the heap: one taken at the
+  // floor while the program climbed on to 200 MiB and then only held it
+  // would be the last, as no allocation would ask again. Still past the
+  // next threshold: the worker stays asked, and dumps again when its rate
+  // allows.
+  if (pages_now() >= trigger) return;
   g.asked.store(false);
 }
 

@@ -48,7 +48,8 @@ bool asked();
 uint64_t threshold();
 // A dump found no new peak: the next check waits for more pages or time.
 void no_peak();
-// A peak file with this much in use was written.
+// A peak file with this much in use was written. The check stays asked
+// when the allocator already holds more than the next threshold.
 void written(uint64_t inuse_bytes);
 uint64_t last_written();
 
