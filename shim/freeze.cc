@@ -231,6 +231,12 @@ Result others(uint64_t deadline_ns, uint64_t park_until_ns) {
   return r;
 }
 
+Result others_before(uint64_t stop_deadline_ns) {
+  uint64_t now = sys::now_ns(CLOCK_MONOTONIC);
+  uint64_t quarter = (stop_deadline_ns - now) / 4;
+  return others(now + (quarter < 300000000ull ? quarter : 300000000ull), stop_deadline_ns + 5000000000ull);
+}
+
 bool another_takes_now(int sig);
 
 bool another_takes(int sig) {

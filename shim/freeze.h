@@ -62,6 +62,10 @@ struct Result {
 // process is dead long before), waiting for them at most until deadline_ns.
 Result others(uint64_t deadline_ns, uint64_t park_until_ns);
 
+// others() for a stop that must be done by stop_deadline_ns: waits at most a
+// quarter of the time left (300 ms at most), parks until 5 s past it.
+Result others_before(uint64_t stop_deadline_ns);
+
 // Whether a thread other than the caller does not block sig now (one the
 // kernel could give a process-directed sig to).
 bool another_takes(int sig);

@@ -333,9 +333,8 @@ extern "C" void profshim_go_exit(int status, uintptr_t sp) {
     // stop. (A stop already under way, a fatal signal's, is waited for as
     // any thread would, parked when asked.)
     if (lifecycle::active()) freeze::exempt(true);
-    uint64_t now = sys::now_ns(CLOCK_MONOTONIC), bound = go_runtime::g_timeout_ms * 1000000ull;
-    uint64_t quarter = bound / 4 < 300000000ull ? bound / 4 : 300000000ull;
-    if (lifecycle::active()) freeze::others(now + quarter, now + bound + 5000000000ull);
+    if (lifecycle::active())
+      freeze::others_before(sys::now_ns(CLOCK_MONOTONIC) + go_runtime::g_timeout_ms * 1000000ull);
     lifecycle::stop(go_runtime::g_how);
   }
   syscall(SYS_exit_group, status);

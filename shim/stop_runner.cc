@@ -190,10 +190,7 @@ void fatal(finish::Context& ctx) {
   // inside the shim's own handler (an external SIGRTMAX-4) or a program's
   // handler whose kernel sa_mask holds it (one on its alternate stack).
   unblock_own_signal();
-  uint64_t now = sys::now_ns(CLOCK_MONOTONIC);
-  uint64_t quarter = (ctx.deadline_mono_ns - now) / 4;
-  uint64_t freeze_until = now + (quarter < 300000000ull ? quarter : 300000000ull);
-  freeze::others(freeze_until, ctx.deadline_mono_ns + 5000000000ull);
+  freeze::others_before(ctx.deadline_mono_ns);
   int watchdog = arm_watchdog();
   {
     HoldXfsz hold;
