@@ -134,16 +134,19 @@ void begin_image(bool new_engines) {
 // A stop in the normal course of the program (stop_runner.h says where it
 // runs), waited for with a bound.
 void normal_stop(const char* how, const std::string* stem = nullptr) {
-  if (claim_stop(how, stem)) {
-    stackwalk::Context where = stackwalk::calling_context();
-    if (where == stackwalk::kHandlerOverUnsafeCode) {
-      // The program's signal handler interrupted its own malloc and called
-      // exit(): the allocator's state on this thread is half-changed, and
-      // the stop allocates. No profile rather than a hang.
-      finish::report_failure(ctx(), "exit was called in a signal handler that interrupted the allocator");
-      mark_done();
-    } else {
-      stop_runner::normal(ctx(), where == stackwalk::kHandler, mark_done);
+  const stackwalk::Context where = stackwalk::calling_context();
+  {
+    const stop_runner::Place place(where != stackwalk::kNotInHandler);
+    if (claim_stop(how, stem)) {
+      if (where == stackwalk::kHandlerOverUnsafeCode) {
+        // The program's signal handler interrupted its own malloc and called
+        // exit(): the allocator's state on this thread is half-changed, and
+        // the stop allocates. No profile rather than a hang.
+        finish::report_failure(ctx(), "exit was called in a signal handler that interrupted the allocator");
+        mark_done();
+      } else {
+        stop_runner::normal(ctx(), place, mark_done);
+      }
     }
   }
   if (g_state.load() != kInert) {

@@ -29,7 +29,7 @@ void (*g_done)();
 // This thread runs a normal stop in place, bounded by a timer: kUnderWay
 // from before the timer is armed until the stop is over, then kOver while
 // the timer is disarmed.
-enum Place { kNone, kUnderWay, kOver };
+enum InPlace { kNone, kUnderWay, kOver };
 __thread int t_in_place;
 __thread bool t_stop_thread;  // this thread is a stop thread
 __thread bool t_alone;        // the in-place stop is the process's only thread's
@@ -142,37 +142,42 @@ void in_place(void*) {
   freeze::exempt(exempt);
 }
 
-// The stop on the program's only thread: every signal but the watchdog's and
-// a fault's held back until it is over, as the stop thread holds them all,
-// and the thread's allocations while it runs are the shim's.
+// The stop on the program's only thread (its signals held: Place), whose
+// allocations while it runs are the shim's.
 void alone_in_place(void*) {
-  sigset_t hold, old;
-  shim_thread::work_mask(&hold);
-  sigdelset(&hold, own_signal::number());  // the watchdog's
-  sigmask::unfiltered(SIG_SETMASK, &hold, &old);
   const bool was = heap::swap_thread_active(false);
   t_alone = true;
   in_place(nullptr);
   t_alone = false;
   heap::set_thread_active(was);
-  // Done before the signals held back meanwhile come in: a SIGTERM that
-  // came during the stop (a pool's worker told to go as it exits) is taken
-  // the moment they are unblocked, on this thread, and its handler waits
-  // for the stop to be done -- which would have been itself, for the whole
-  // stop timeout.
-  g_done();
-  sigmask::unfiltered(SIG_SETMASK, &old, nullptr);
 }
 
 }  // namespace
 
-void normal(finish::Context& ctx, bool in_handler, void (*done)()) {
-  g_ctx = &ctx, g_done = done;
+Place::Place(bool in_handler) : in_handler(in_handler) {
   // The process's only thread: nothing can hold a lock the stop needs, and
   // the stop runs here. A thread started and waited for costs an image a
   // clone, a fresh arena and two hand-overs between cores, a large part of
-  // what a short image pays for being profiled.
-  const bool here = !in_handler && sys::single_threaded();
+  // what a short image pays for being profiled. (Only this thread could
+  // start another, and it is here.)
+  here = !in_handler && sys::single_threaded();
+  held_ = in_handler || here;
+  if (!held_) return;
+  // Every signal but the watchdog's and a fault's, as the stop thread holds
+  // them all.
+  sigset_t hold;
+  shim_thread::work_mask(&hold);
+  sigdelset(&hold, own_signal::number());
+  sigmask::unfiltered(SIG_SETMASK, &hold, &old_);
+}
+
+Place::~Place() {
+  if (held_) sigmask::unfiltered(SIG_SETMASK, &old_, nullptr);
+}
+
+void normal(finish::Context& ctx, const Place& place, void (*done)()) {
+  g_ctx = &ctx, g_done = done;
+  const bool in_handler = place.in_handler, here = place.here;
   if (!in_handler && !here && shim_thread::spawn(stop_thread, nullptr)) return;
   void (*how)(void*) = in_handler ? in_place : here ? alone_in_place : finish_guarded;
   bool ran = stack::run_on_fresh(shim_thread::kStack, how, nullptr);

@@ -16,13 +16,35 @@
 // Every stop runs inside a recovery point (recover.h): a crash or a failed
 // allocation ends the stop with one line, not the process.
 #pragma once
+#include <signal.h>
+
 #include "finish.h"
 
 namespace stop_runner {
 
+// Where a normal stop would run, decided before it is claimed and held
+// until it is done: on this thread (in a signal handler, or the process's
+// only thread) every signal but the watchdog's and a fault's is held from
+// before the claim, since a signal taken after the claim waits for the stop
+// to be done -- itself, for the whole stop timeout (a pool's worker told to
+// go as it returns from main). The destructor puts the mask back.
+class Place {
+ public:
+  explicit Place(bool in_handler);
+  ~Place();
+  Place(const Place&) = delete;
+  Place& operator=(const Place&) = delete;
+  bool in_handler;
+  bool here;  // the process's only thread, not in a handler
+
+ private:
+  bool held_;
+  sigset_t old_;
+};
+
 // A normal stop. done() is called once the stop has finished or given up
 // (on the stop thread, or here before returning).
-void normal(finish::Context& ctx, bool in_handler, void (*done)());
+void normal(finish::Context& ctx, const Place& place, void (*done)());
 // A fatal signal's stop, here (signal context, on a fresh stack already).
 void fatal(finish::Context& ctx);
 
