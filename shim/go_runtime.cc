@@ -14,6 +14,7 @@
 
 #include "errline.h"
 #include "freeze.h"
+#include "go_stacks.h"
 #include "go_unwind.h"
 #include "lifecycle.h"
 #include "signals.h"
@@ -267,6 +268,7 @@ bool setup(uint64_t stop_timeout_ms, const char** why) {
         break;
     }
   }
+  go_stacks::learn(g_tls_off);
   // runtime.exit: from the symbol table, or else from Go's own (stripped).
   uint64_t exit = s.exit ? s.exit + exe.bias : go_unwind::find_function("runtime.exit");
   if (!exit || !exe.in_text(exit, sizeof kExit))
@@ -308,7 +310,7 @@ extern "C" void profshim_go_exit(int status, uintptr_t sp) {
   p += sizeof kHow - 1;
   char digits[12];
   int n = 0;
-  unsigned v = status < 0 ? unsigned(-status) : unsigned(status);
+  unsigned v = status < 0 ? 0u - unsigned(status) : unsigned(status);  // INT_MIN too
   do digits[n++] = char('0' + v % 10); while (v /= 10);
   if (status < 0) *p++ = '-';
   while (n) *p++ = digits[--n];

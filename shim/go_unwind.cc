@@ -27,6 +27,7 @@ struct Table {
   const unsigned char* functab = nullptr;
   uint64_t text_lo = 0, text_hi = 0;
   bool names_wanted = false;  // the executable has no DWARF to name its code
+  uint64_t switches[4] = {};  // by Switch
 };
 Table g_t;
 
@@ -135,8 +136,13 @@ bool load(const void* pclntab, uint64_t size, bool name_code) {
     g_t = Table();
     return false;
   }
+  g_t.switches[kSystemstack] = find_function("runtime.systemstack");
+  g_t.switches[kMorestack] = find_function("runtime.morestack");
+  g_t.switches[kMcall] = find_function("runtime.mcall");
   return true;
 }
+
+uint64_t switch_entry(Switch which) { return g_t.switches[which]; }
 
 uint64_t find_function(const char* name) {
   const size_t len = strlen(name);
@@ -173,17 +179,21 @@ bool in_go(uint64_t pc) {
   return find(pc, &f, &start);
 }
 
-int walk(uint64_t pc, uintptr_t sp, uintptr_t lo, uintptr_t hi, uint64_t* frames, int n, int max) {
+int walk(uint64_t pc, uintptr_t sp, uintptr_t lo, uintptr_t hi, uint64_t* frames, int n, int max, Switch* at) {
+  *at = kNoSwitch;
   while (n < max) {
     const unsigned char* f;
     uint64_t start;
     int32_t d;
-    if (!find(pc, &f, &start) || !sp_delta(f, start, pc, &d) || d < 0) break;
+    if (!find(pc, &f, &start)) break;
+    for (int s = kSystemstack; s <= kMcall; ++s)
+      if (start == g_t.switches[s]) return *at = Switch(s), n;
+    if (!sp_delta(f, start, pc, &d) || d < 0) break;
     // On amd64 the return address lies just above the frame.
     uintptr_t slot = sp + uintptr_t(d);
     if (slot < lo || slot < sp || slot + 8 > hi) break;
-    // Past a stack switch (runtime.systemstack on the scheduler's stack,
-    // morestack) the slot holds no Go return address: the walk ends there.
+    // Past code that switched stacks by hand (cgo's calls) the slot holds
+    // no Go return address: the walk ends there.
     uint64_t ret = *reinterpret_cast<const uint64_t*>(slot);
     if (!in_go(ret)) break;
     frames[n++] = ret;

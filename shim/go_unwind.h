@@ -17,9 +17,15 @@ uint64_t find_function(const char* name);
 const char* name_of(uint64_t pc);
 // Whether pc is inside a Go function. Signal-safe.
 bool in_go(uint64_t pc);
+// The functions where Go changes stacks: a walk that reaches one stops
+// there (the slot above it holds no return address of the same stack).
+enum Switch { kNoSwitch, kSystemstack, kMorestack, kMcall };
+// The entry of that function (0: not found at load).
+uint64_t switch_entry(Switch which);
 // From the interrupted Go function at pc with stack pointer sp, appends
 // its callers' return addresses to frames[n..max) while each lies inside
-// [lo, hi) and is a Go function's; returns the new count. Signal-safe.
-int walk(uint64_t pc, uintptr_t sp, uintptr_t lo, uintptr_t hi, uint64_t* frames, int n, int max);
+// [lo, hi) and is a Go function's; returns the new count. *at: the switch
+// function the walk stopped in, or kNoSwitch. Signal-safe.
+int walk(uint64_t pc, uintptr_t sp, uintptr_t lo, uintptr_t hi, uint64_t* frames, int n, int max, Switch* at);
 
 }  // namespace go_unwind

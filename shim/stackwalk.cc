@@ -13,6 +13,7 @@
 #include <unwind.h>
 
 #include "go_runtime.h"
+#include "go_stacks.h"
 #include "go_unwind.h"
 #include "stack.h"
 #include "stackwalk_guard.h"
@@ -188,7 +189,7 @@ int go_walk(void* uc, uint64_t* frames, int max) {
   const auto& g = static_cast<ucontext_t*>(uc)->uc_mcontext.gregs;
   uintptr_t sp = uintptr_t(g[REG_RSP]), lo = t_stack_lo, hi = t_stack_hi;
   if ((!hi || sp < lo || sp >= hi) && !go_runtime::goroutine_stack(sp, &lo, &hi)) return 1;
-  return go_unwind::walk(uint64_t(g[REG_RIP]), sp, lo, hi, frames, 1, max);
+  return go_stacks::walk(uint64_t(g[REG_RIP]), sp, lo, hi, frames, 1, max);
 }
 
 _Unwind_Reason_Code count(struct _Unwind_Context*, void* arg) {

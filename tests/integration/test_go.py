@@ -79,10 +79,11 @@ def _share_in_main(prof):
 
 
 # Where a whole stack of a Go program ends: a goroutine's bottom, a thread's
-# start (Go's, cgo's, libc's), or a switch to Go's system stack, where Go's
-# own traceback stops too. A walk that gives up early ends anywhere else.
+# start (Go's, cgo's, libc's), or a switch to Go's scheduler stack made for
+# no goroutine (the scheduler's own work), where Go's own traceback stops
+# too. A walk that gives up early ends anywhere else.
 _GO_BOTTOMS = ("runtime.goexit", "runtime.rt0_go", "runtime.mstart", "runtime.mstart0", "runtime.mstart1",
-               "runtime.systemstack", "runtime.mcall", "runtime.morestack", "threadentry", "crosscall1",
+               "runtime.mcall", "runtime.morestack", "threadentry", "crosscall1",
                "crosscall_amd64", "start_thread", "clone", "clone3", "__libc_start_main", "__libc_start_call_main",
                "_start")
 
@@ -92,6 +93,15 @@ def _share_whole(prof):
     i = prof.index("cpu")
     whole = sum(s.values[i] for s in prof.samples if s.stack and s.stack[-1].name in _GO_BOTTOMS)
     return whole / max(prof.total("cpu"), 1)
+
+
+def _through(prof, fn, bottom):
+    """The CPU in stacks through function fn, and the part of it whose
+    stacks end at bottom."""
+    i = prof.index("cpu")
+    through = [s for s in prof.samples if any(f.name == fn for f in s.stack)]
+    return (sum(s.values[i] for s in through),
+            sum(s.values[i] for s in through if s.stack and s.stack[-1].name == bottom))
 
 
 def _share_of_in_main(prof, leaf):
@@ -111,13 +121,18 @@ def test_go_program_that_returns_from_main(ctx):
     at least 90% of it in whole stacks (they end where a goroutine or a
     thread begins: not at the leaf), and 95% of the hashing in stacks that
     reach main. (how much of all CPU is main's depends on how busy the HTTP
-    server and Go's collector were, not on the walk); the heap
+    server and Go's collector were, not on the walk); of the work Go runs on
+    its scheduler stack for a goroutine (runtime.systemstack: the
+    collector's assists to an allocation, a goroutine's creation), over the
+    ten runs, 90% in stacks that go on to that goroutine's bottom, as Go's
+    own traceback does; the heap
     profile holds the 64 MiB held through C.malloc, and the line says that
     Go's own heap is not seen."""
     exe = _build_go(ctx, "httphash")
     argv = [exe, "100", "return"]
     plain = run(ctx, argv, env=ctx.env(preload=False))
     check(plain.status.is_exit(0) and plain.stdout_text.endswith("cgo 42\n"), "the plain run:\n%s" % plain.describe())
+    switched = [0, 0]
     for i in range(10):
         what = "run %d" % i
         r, d = _profiled(ctx, plain, argv, what, PROFILE_CPU_HZ=1000)
@@ -135,11 +150,17 @@ def test_go_program_that_returns_from_main(ctx):
         hashing = _share_of_in_main(prof, "crypto/sha256.block")
         check(hashing >= 0.95, "%s: only %.0f%% of the hashing in stacks that reach main.\n%s" % (
             what, 100.0 * hashing, prof.cum_table("cpu")))
+        cpu_through, ending = _through(prof, "runtime.systemstack", "runtime.goexit")
+        switched[0] += cpu_through
+        switched[1] += ending
         check(prof.cum("crypto/sha256.(*digest).Write", "cpu") > 0.2 * cpu,
               "%s: the hashing has no caller in the profile\n%s" % (what, prof.cum_table("cpu")))
         heap = ctx.read(os.path.join(d, "run.heap.pprof"), r)
         check(heap.total("inuse_space") >= 64 << 20, "%s: the heap profile holds %d bytes in use, not the 64 MiB\n%s" % (
             what, heap.total("inuse_space"), heap.cum_table("inuse_space")))
+    check(switched[0] > 0 and switched[1] >= 0.9 * switched[0],
+          "of %.3f s of CPU through runtime.systemstack in ten runs, %.3f s in stacks that end at runtime.goexit" % (
+              switched[0] / 1e9, switched[1] / 1e9))
 
 
 def test_go_program_every_way_it_ends(ctx):
