@@ -3,8 +3,8 @@
 // The runtime runs part of its work on each thread's scheduler stack (g0):
 // the garbage collector's assists and marking, a goroutine's creation, a
 // stack's growth, all entered through runtime.systemstack or
-// runtime.morestack from a goroutine whose frames stay on its own stack. Go's
-// traceback (and so Go's own profiler) goes on from there to that
+// runtime.morestack from a goroutine whose frames stay on its own stack; so
+// does C called through cgo (runtime.asmcgocall). Go's traceback (and so Go's own profiler) goes on from there to that
 // goroutine's frames: an allocation's GC assist is charged to the code that
 // allocated. This walk does the same, with the offsets of the fields it
 // reads (g.m, m.curg, g.sched) taken from runtime.systemstack's own
@@ -22,5 +22,13 @@ void learn(intptr_t g_tls_off);
 // goroutine's stack where it stopped at runtime.systemstack or
 // runtime.morestack on the scheduler's stack. Signal-safe.
 int walk(uint64_t pc, uintptr_t sp, uintptr_t lo, uintptr_t hi, uint64_t* frames, int n, int max);
+// After the unwinder's walk of C code ended, its last frame's callee's
+// stack pointer at sp: if runtime.asmcgocall called that code (C called
+// from Go through cgo), asmcgocall's frame and the calling goroutine's
+// follow. Signal-safe.
+int after_c(uintptr_t sp, uint64_t* frames, int n, int max);
+// The same for a walk (jemalloc's, of an allocation) whose last frame,
+// frames[n - 1], is the return address the unwinder stopped at.
+unsigned after_c_frame(void** frames, unsigned n, unsigned max);
 
 }  // namespace go_stacks

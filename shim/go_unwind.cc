@@ -27,7 +27,7 @@ struct Table {
   const unsigned char* functab = nullptr;
   uint64_t text_lo = 0, text_hi = 0;
   bool names_wanted = false;  // the executable has no DWARF to name its code
-  uint64_t switches[4] = {};  // by Switch
+  uint64_t switches[kSwitches] = {};
 };
 Table g_t;
 
@@ -139,6 +139,8 @@ bool load(const void* pclntab, uint64_t size, bool name_code) {
   g_t.switches[kSystemstack] = find_function("runtime.systemstack");
   g_t.switches[kMorestack] = find_function("runtime.morestack");
   g_t.switches[kMcall] = find_function("runtime.mcall");
+  g_t.switches[kSystemstackSwitch] = find_function("runtime.systemstack_switch");
+  g_t.switches[kAsmcgocall] = find_function("runtime.asmcgocall");
   return true;
 }
 
@@ -171,6 +173,12 @@ const char* name_of(uint64_t pc) {
   for (const unsigned char* p = n; inside(p, 1); ++p)
     if (*p == 0) return reinterpret_cast<const char*>(n);
   return nullptr;
+}
+
+uint64_t start_of(uint64_t pc) {
+  const unsigned char* f;
+  uint64_t start;
+  return find(pc, &f, &start) ? start : 0;
 }
 
 bool in_go(uint64_t pc) {

@@ -17,11 +17,16 @@ uint64_t find_function(const char* name);
 const char* name_of(uint64_t pc);
 // Whether pc is inside a Go function. Signal-safe.
 bool in_go(uint64_t pc);
-// The functions where Go changes stacks: a walk that reaches one stops
-// there (the slot above it holds no return address of the same stack).
-enum Switch { kNoSwitch, kSystemstack, kMorestack, kMcall };
+// The functions where Go changes stacks: a walk that reaches one of the
+// first three stops there (the slot above it holds no return address of the
+// same stack). runtime.systemstack_switch is the pc a goroutine's saved
+// state names when it left its stack for the scheduler's; asmcgocall calls
+// C there.
+enum Switch { kNoSwitch, kSystemstack, kMorestack, kMcall, kSystemstackSwitch, kAsmcgocall, kSwitches };
 // The entry of that function (0: not found at load).
 uint64_t switch_entry(Switch which);
+// The entry of the Go function holding pc, 0 if none. Signal-safe.
+uint64_t start_of(uint64_t pc);
 // From the interrupted Go function at pc with stack pointer sp, appends
 // its callers' return addresses to frames[n..max) while each lies inside
 // [lo, hi) and is a Go function's; returns the new count. *at: the switch

@@ -5,6 +5,7 @@
 
 #include <atomic>
 
+#include "go_stacks.h"
 #include "jemalloc_raw.h"
 #include "sys.h"
 #include "wrappers.h"
@@ -57,6 +58,8 @@ __attribute__((noinline)) void check(uint64_t pages) {
 // and every heap stack is cut at the allocation call (wrappers.h).
 PROFSHIM_ALLOC void hook(void** vec, unsigned* len, unsigned max) {
   g.jemallocs(vec, len, max);
+  *len = go_stacks::after_c_frame(vec, *len, max);  // an allocation in C called from Go
+  if (!g.on.load(std::memory_order_relaxed)) return;
   uint64_t pages = pages_now();
   if (pages >= g.trigger_pages.load(std::memory_order_relaxed)) check(pages);
 }
@@ -79,7 +82,7 @@ bool setup(uint64_t floor_bytes, uint64_t after_ms, bool (*wake)(), const char**
     *err = "jemalloc refused the heap-peak hook (experimental.hooks.prof_backtrace)";
     return false;
   }
-  g.on.store(true);
+  g.on.store(floor_bytes != 0);
   return true;
 }
 

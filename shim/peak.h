@@ -30,8 +30,10 @@ namespace peak {
 
 constexpr double kGrowth = 1.1;
 
-// At setup, with the heap profiled and a floor: installs the hook. False
-// with *err if jemalloc refuses it. wake: what the hook calls when a check
+// At setup, with the heap profiled: installs the hook on jemalloc's unwind
+// (which also carries a stack of C called from Go on into Go:
+// go_stacks.h); with floor_bytes 0 no peak is looked for. False with *err
+// if jemalloc refuses it. wake: what the hook calls when a check
 // is due (snapshot.cc, which may start the worker); false if nobody will
 // look (then a later sampled allocation asks again).
 bool setup(uint64_t floor_bytes, uint64_t after_ms, bool (*wake)(), const char** err);

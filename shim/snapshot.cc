@@ -186,7 +186,9 @@ void begin_image(uint64_t start_mono_ns) {
 bool setup(const config::Config* cfg, uint64_t start_mono_ns, std::string* err) {
   g.cfg = cfg;
   g.resident = cfg->interval_ms || cfg->snapshot_signal || cfg->snapshot_trigger || cfg->mem_millihz;
-  if (cfg->heap_sample && cfg->peak_floor) {
+  // The hook on jemalloc's unwind also carries the stacks of C called from
+  // Go on to their goroutines: installed even with no peak file.
+  if (cfg->heap_sample) {
     const char* why = nullptr;
     if (!peak::setup(cfg->peak_floor, cfg->peak_after_ms, wake_for_peak, &why)) {
       *err = why;

@@ -355,8 +355,13 @@ int from_signal(void* uc, uint64_t* frames, int max, bool* cut) {
   if (w.n == 1 && walked && go_unwind::in_go(interrupted_pc(uc))) {
     w.n = go_walk(uc, frames, max);
     w.cut = false;  // the unwinder's stop at Go code was for want of tables, not of trust
-  } else if (w.n == 1 && walked && !w.cut)
+  } else if (w.n == 1 && walked && !w.cut) {
     w.n = frame_pointer_walk(uc, frames, 1, max);
+  } else if (walked && w.cut) {
+    // C called from Go (cgo): on to its goroutine.
+    const int n = go_stacks::after_c(w.sp, frames, w.n, max);
+    if (n > w.n) w.n = n, w.cut = false;
+  }
   if (cut) *cut = w.cut;
   return w.n;
 }
@@ -365,6 +370,8 @@ int here(uint64_t* frames, int max) {
   Holding unwinder;  // libgcc's object mutex, for frames a JIT registered
   Walk w = {frames, max, 0, true, false, 0};
   walk(&w);
+  // C called from Go (an allocation in cgo code): on to its goroutine.
+  if (w.cut) w.n = go_stacks::after_c(w.sp, frames, w.n, max);
   return w.n;
 }
 

@@ -125,9 +125,10 @@ def test_go_program_that_returns_from_main(ctx):
     its scheduler stack for a goroutine (runtime.systemstack: the
     collector's assists to an allocation, a goroutine's creation), over the
     ten runs, 90% in stacks that go on to that goroutine's bottom, as Go's
-    own traceback does; the heap
-    profile holds the 64 MiB held through C.malloc, and the line says that
-    Go's own heap is not seen."""
+    own traceback does; 90% of the C function the workers call through cgo
+    in stacks that reach main. (past runtime.asmcgocall); the heap
+    profile holds the 64 MiB held through C.malloc, in stacks that reach
+    main.main, and the line says that Go's own heap is not seen."""
     exe = _build_go(ctx, "httphash")
     argv = [exe, "100", "return"]
     plain = run(ctx, argv, env=ctx.env(preload=False))
@@ -150,6 +151,9 @@ def test_go_program_that_returns_from_main(ctx):
         hashing = _share_of_in_main(prof, "crypto/sha256.block")
         check(hashing >= 0.95, "%s: only %.0f%% of the hashing in stacks that reach main.\n%s" % (
             what, 100.0 * hashing, prof.cum_table("cpu")))
+        in_c = _share_of_in_main(prof, "mix")
+        check(in_c >= 0.9, "%s: only %.0f%% of the C function called through cgo in stacks that reach main.\n%s" % (
+            what, 100.0 * in_c, prof.cum_table("cpu")))
         cpu_through, ending = _through(prof, "runtime.systemstack", "runtime.goexit")
         switched[0] += cpu_through
         switched[1] += ending
@@ -158,6 +162,8 @@ def test_go_program_that_returns_from_main(ctx):
         heap = ctx.read(os.path.join(d, "run.heap.pprof"), r)
         check(heap.total("inuse_space") >= 64 << 20, "%s: the heap profile holds %d bytes in use, not the 64 MiB\n%s" % (
             what, heap.total("inuse_space"), heap.cum_table("inuse_space")))
+        check(heap.cum("main.main", "inuse_space") >= 64 << 20, "%s: the 64 MiB from C.malloc do not reach main.main\n%s" % (
+            what, heap.cum_table("inuse_space")))
     check(switched[0] > 0 and switched[1] >= 0.9 * switched[0],
           "of %.3f s of CPU through runtime.systemstack in ten runs, %.3f s in stacks that end at runtime.goexit" % (
               switched[0] / 1e9, switched[1] / 1e9))

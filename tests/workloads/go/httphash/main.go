@@ -1,8 +1,8 @@
 // httphash: a cgo program (it imports "C", so its threads are glibc's and
 // the runtime gives each an alternate signal stack) whose goroutines are
 // busy: 8 workers fetch from an in-process HTTP server on 127.0.0.1 and
-// hash what they get with SHA-256, while 64 MiB allocated with C.malloc
-// stay held. The output depends on the rounds alone: one line per worker,
+// hash what they get with SHA-256 (and mix a number in C, through cgo, a
+// tenth of the CPU), while 64 MiB allocated with C.malloc stay held. The output depends on the rounds alone: one line per worker,
 // its last digest. Then it ends as HOW says:
 //
 //	return  main.main returns (exit_group(0), no libc exit)
@@ -20,6 +20,10 @@ package main
 // #include <stdlib.h>
 // #include <string.h>
 // static int answer(void) { return 42; }
+// __attribute__((noinline)) static unsigned long mix(unsigned long x, long n) {
+//   for (long i = 0; i < n; i++) x = x * 6364136223846793005ul + 1442695040888963407ul;
+//   return x;
+// }
 // static void* hold(size_t n) { void* p = malloc(n); if (p) memset(p, 1, n); return p; }
 // #include <sys/syscall.h>
 // #include <unistd.h>
@@ -108,6 +112,7 @@ func main() {
 					h.Write(data)
 					copy(sum[:], h.Sum(nil))
 				}
+				sum[0] ^= byte(C.mix(C.ulong(sum[1]), 300000))
 			}
 			digests[w] = hex.EncodeToString(sum[:])
 		}(w)
