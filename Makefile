@@ -33,8 +33,11 @@ SHIM_OBJS := $(patsubst shim/%.cc,$(BUILD)/shim/%.o,$(SHIM_SRCS))
 SHIM_LDFLAGS := -shared -Wl,--version-script=shim/exports.map -Wl,--wrap=_Unwind_Find_FDE \
                 -Wl,-z,nodelete -Wl,-z,now -Wl,--no-undefined \
                 -static-libstdc++ -static-libgcc -Wl,--as-needed
+# libiberty: its Rust demangler (rust-demangle.o and the character table it
+# uses, nothing else of the archive), linked in and hidden as libgcc is.
+LIBIBERTY    := $(LIBDIR)/libiberty.a
 SHIM_LDLIBS  := -Wl,--whole-archive $(BUILD)/jemalloc_pic.a -Wl,--no-whole-archive \
-                -ldl -lpthread
+                $(LIBIBERTY) -Wl,--exclude-libs,libiberty.a -ldl -lpthread
 
 .PHONY: all deps test unit integration demo bench bench-smoke clean install uninstall deb
 
@@ -79,11 +82,11 @@ $(BUILD)/jemalloc_pic.a: $(LIBDIR)/libjemalloc_pic.a Makefile | $(BUILD)/.deps-o
 	ar d $@.tmp jemalloc_cpp.pic.o
 	mv -f $@.tmp $@
 
-# On a fresh machine the archive comes with install-deps.
-$(LIBDIR)/libjemalloc_pic.a:
+# On a fresh machine the archives come with install-deps.
+$(LIBDIR)/libjemalloc_pic.a $(LIBIBERTY):
 	@scripts/install-deps
 
-$(LIB): $(SHIM_OBJS) shim/exports.map $(BUILD)/jemalloc_pic.a Makefile scripts/check-exports
+$(LIB): $(SHIM_OBJS) shim/exports.map $(BUILD)/jemalloc_pic.a $(LIBIBERTY) Makefile scripts/check-exports
 	$(CXX) $(CXXFLAGS) $(SHIM_LDFLAGS) -o $@.tmp $(SHIM_OBJS) $(SHIM_LDLIBS)
 	@scripts/check-exports $@.tmp
 	@mv -f $@.tmp $@  # a process loading the shim never sees a half-written file
@@ -107,7 +110,7 @@ CORE_OBJS := $(addprefix $(BUILD)/shim/,atomic_file.o config.o exp_log.o gzip.o 
 
 $(BUILD)/tests/unit/%: tests/unit/%.cc $(CORE_OBJS) $(wildcard tests/unit/*.h) $(wildcard tests/fixtures/*.h) | $(BUILD)/.deps-ok
 	@mkdir -p $(dir $@)
-	$(CXX) $(CPPFLAGS) -Itests/unit $(CXXFLAGS) -o $@ $< $(CORE_OBJS) -lz -ldl -lpthread
+	$(CXX) $(CPPFLAGS) -Itests/unit $(CXXFLAGS) -o $@ $< $(CORE_OBJS) $(LIBIBERTY) -lz -ldl -lpthread
 
 WORKLOAD_SRCS := $(wildcard tests/workloads/*.c tests/workloads/*.cc)
 WORKLOAD_BINS := $(patsubst tests/workloads/%,$(BUILD)/workloads/%,$(basename $(WORKLOAD_SRCS)))

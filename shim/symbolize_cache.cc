@@ -1,7 +1,7 @@
 // symbolize_cache: see symbolize_cache.h. The format is the shim's own, read
 // only by the shim of the same version (a version of another layout is a
 // corrupt entry, never a guess):
-//   "PSSYMC2\n", u32 build ID length, build ID,
+//   "PSSYMC3\n", u32 build ID length, build ID,
 //   u32 witnesses, each: str path, u8 present, u64 dev ino size, i64 mtime ctime,
 //   u32 strings, each: str,
 //   u32 results, each: u64 address, u8 inlines_known, u32 frames,

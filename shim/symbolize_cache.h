@@ -46,8 +46,10 @@ struct Entry {
   std::unordered_map<uint64_t, Result> results;  // by address - the module's first mapping
 };
 
-// An entry's first bytes; the version is part of them.
-constexpr char kEntryMagic[8] = {'P', 'S', 'S', 'Y', 'M', 'C', '2', '\n'};
+// An entry's first bytes; the version is part of them. An entry holds names
+// as the shim spelled them, so a change of spelling is a new version too
+// (3: Rust's v0 names, which version 2 left mangled).
+constexpr char kEntryMagic[8] = {'P', 'S', 'S', 'Y', 'M', 'C', '3', '\n'};
 // The files' checksum, eight bytes a step (byte-wise FNV-1a over a 2 MB
 // symbol table cost a good part of what it saves): any one changed word
 // changes it; it guards against damage, not against an adversary (the

@@ -117,9 +117,10 @@ struct ModInfo {
 // Demangles once per distinct symbol.
 class Names {
  public:
-  // The function's name from a symbol: demangled C++, and without the
-  // suffix of a compiler's clone (".constprop.0", " [clone .isra.0]"): a
-  // clone is the same source function, and so are its inlined calls.
+  // The function's name from a symbol: demangled C++ or Rust
+  // (symbolize_rust.h), and without the suffix of a compiler's clone
+  // (".constprop.0", " [clone .isra.0]"): a clone is the same source
+  // function, and so are its inlined calls.
   const std::string& demangle(const char* system_name);
  private:
   std::unordered_map<std::string, std::string> cache_;

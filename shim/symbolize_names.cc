@@ -17,10 +17,10 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <cctype>
 #include <cstring>
 
 #include "symbolize_namer.h"
+#include "symbolize_rust.h"
 
 namespace symbolize {
 namespace internal {
@@ -43,45 +43,6 @@ void drop_clone_suffix(std::string* s, bool demangled) {
       if (s->compare(dot + 1, std::strlen(tag), tag) == 0) return s->resize(dot);
 }
 
-// Rust's legacy mangling is C++'s (_ZN...E) with two additions the C++
-// demangler leaves as they are (rustc-demangle's legacy.rs): a last path
-// segment "h" + 16 hex digits, a hash of the crate's build, and "$...$"
-// escapes for the characters a C++ name cannot hold, with ".." for "::".
-// True if *s was such a name, now in Rust's spelling.
-bool rust_legacy(std::string* s) {
-  const size_t n = s->size();
-  if (n < 20 || s->compare(n - 19, 3, "::h") != 0) return false;
-  for (size_t i = n - 16; i < n; ++i)
-    if (!std::isxdigit(static_cast<unsigned char>((*s)[i]))) return false;
-  static const struct { const char* esc; const char* text; } kEscapes[] = {
-      {"$SP$", "@"}, {"$BP$", "*"}, {"$RF$", "&"}, {"$LT$", "<"}, {"$GT$", ">"}, {"$LP$", "("},
-      {"$RP$", ")"}, {"$C$", ","}, {"$u7e$", "~"}, {"$u20$", " "}, {"$u27$", "'"}, {"$u3d$", "="},
-      {"$u5b$", "["}, {"$u5d$", "]"}, {"$u7b$", "{"}, {"$u7d$", "}"}, {"$u3b$", ";"}, {"$u2b$", "+"},
-      {"$u22$", "\""}};
-  std::string in = s->substr(0, n - 19), out;
-  // A path whose first segment begins with an escape ("_$LT$T as Trait$GT$").
-  size_t i = in.compare(0, 2, "_$") == 0 ? 1 : 0;
-  for (; i < in.size();) {
-    bool done = false;
-    if (in[i] == '$')
-      for (const auto& e : kEscapes)
-        if (in.compare(i, std::strlen(e.esc), e.esc) == 0) {
-          out += e.text, i += std::strlen(e.esc), done = true;
-          break;
-        }
-    if (done) continue;
-    if (in.compare(i, 2, "..") == 0) {
-      out += "::", i += 2;
-    } else if (in.compare(i, 3, "::_") == 0 && i + 3 < in.size() && in[i + 3] == '$') {
-      out += "::", i += 3;  // "_$" starts a segment that begins with an escape
-    } else {
-      out += in[i++];
-    }
-  }
-  *s = out;
-  return true;
-}
-
 }  // namespace
 
 const std::string& Names::demangle(const char* sys) {
@@ -89,21 +50,14 @@ const std::string& Names::demangle(const char* sys) {
   if (it != cache_.end()) return it->second;
   std::string out = sys;
   bool demangled = false;
+  // Rust's first: its legacy names are C++'s form, which the C++ demangler
+  // would spell with their hash and escapes left in.
+  if (rust_name(sys, &out)) return cache_.emplace(sys, std::move(out)).first->second;
   if (sys[0] == '_' && sys[1] == 'Z') {
     int status = 0;
     char* d = abi::__cxa_demangle(sys, nullptr, nullptr, &status);
     if (d && status == 0) out = d, demangled = true;
     std::free(d);
-    // A suffix the C++ demangler does not take (LLVM's ".llvm.1075...",
-    // on Rust's symbols): the name before it.
-    const char* dot = std::strstr(sys, ".llvm.");
-    if (!demangled && dot) {
-      std::string head(sys, size_t(dot - sys));
-      d = abi::__cxa_demangle(head.c_str(), nullptr, nullptr, &status);
-      if (d && status == 0) out = d, demangled = true;
-      std::free(d);
-    }
-    if (demangled && rust_legacy(&out)) return cache_.emplace(sys, std::move(out)).first->second;
   }
   drop_clone_suffix(&out, demangled);
   // Go's linker names an assembly function's symbol "pkg.fn.abi0" (its

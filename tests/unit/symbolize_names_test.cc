@@ -83,6 +83,27 @@ TEST(rust_legacy_names_read_as_rust_writes_them) {
   CHECK_EQ(n.demangle("_ZN3foo17hxyz456789abcdefgE"), std::string("foo::hxyz456789abcdefg"));
 }
 
+TEST(rust_v0_names_read_as_rust_writes_them) {
+  symbolize::internal::Names n;
+  // rustc 1.95's v0 manglings (its default): a crate's disambiguator
+  // ("Cs8k9lrh6qK3m_") is left out as the legacy hash is.
+  CHECK_EQ(n.demangle("_RNvCs8k9lrh6qK3m_7rs_work3fib"), std::string("rs_work::fib"));
+  CHECK_EQ(n.demangle("_RNvCslUGVqVTVKpS_7rs_prog4main"), n.demangle("_ZN7rs_prog4main17hf20af7438b282036E"));
+  // An instance of a generic function, and a trait's method for an instance
+  // of a generic type: v0 records the type arguments, legacy does not.
+  CHECK_EQ(n.demangle("_RINvCslUGVqVTVKpS_7rs_prog4burnmEB2_"), std::string("rs_prog::burn::<u32>"));
+  CHECK_EQ(n.demangle("_RNvXCslUGVqVTVKpS_7rs_progINtB2_5MixermENtB2_4Spin4spinB2_"),
+           std::string("<rs_prog::Mixer<u32> as rs_prog::Spin>::spin"));
+  CHECK_EQ(n.demangle("_RNCINvNtCsjrHSEGnQ3l9_3std2rt10lang_startuE0CslUGVqVTVKpS_7rs_prog"),
+           std::string("std::rt::lang_start::<()>::{closure#0}"));
+  // LLVM's suffix and a split part's are not part of the name.
+  CHECK_EQ(n.demangle("_RNvCs8k9lrh6qK3m_7rs_work3fib.llvm.1075200226863813781"), std::string("rs_work::fib"));
+  CHECK_EQ(n.demangle("_RNvCs8k9lrh6qK3m_7rs_work3fib.cold"), std::string("rs_work::fib"));
+  // What does not parse whole stays as it was, never half demangled.
+  CHECK_EQ(n.demangle("_RNvCs8k9lrh6qK3m_7rs_work3fi"), std::string("_RNvCs8k9lrh6qK3m_7rs_work3fi"));
+  CHECK_EQ(n.demangle("_Rjunk"), std::string("_Rjunk"));
+}
+
 TEST(clone_suffixes_are_not_part_of_the_name) {
   symbolize::internal::Names n;
   CHECK_EQ(n.demangle("_ZN2wlL6partlyEml.constprop.0"), std::string("wl::partly(unsigned long, long)"));
