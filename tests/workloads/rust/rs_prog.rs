@@ -4,7 +4,14 @@
 // each of rustc's manglings and reads the names its profiles give them.
 //
 //   rs_prog [ROUNDS]   (default 100, about 0.6 s of CPU; prints a checksum of ROUNDS alone)
-use std::hint::black_box;
+
+// std::hint::black_box is newer than Debian 12's rustc (1.63): a volatile
+// read keeps the optimizer from folding the loops away the same way, inside
+// the function that calls it.
+#[inline(always)]
+fn black_box<T: Copy>(x: T) -> T {
+    unsafe { std::ptr::read_volatile(&x) }
+}
 
 pub trait Spin {
     fn spin(&self, n: u64) -> u64;
