@@ -198,7 +198,7 @@ def test_cgo_go_program_with_busy_goroutines(ctx):
     plain run does, with the same output, and its CPU profile holds the
     hashing."""
     exe = _build_go(ctx, "httphash")
-    argv = [exe, "150", "term"]
+    argv = [exe, "80", "term"]
     plain = run(ctx, argv, env=ctx.env(preload=False))
     check(plain.status.is_signal(signal.SIGTERM) and plain.stdout_text.endswith("cgo 42\n"),
           "the plain run must print its digests and die of SIGTERM\n%s" % plain.describe())
