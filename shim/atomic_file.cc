@@ -275,6 +275,8 @@ void reset() {
   g_inflight.phase.store(kIdle);
 }
 
+void stop_writes() { g_renamed.n.store(0); }
+
 int renamed_count() { return g_renamed.n.load(std::memory_order_acquire); }
 
 const char* renamed_path(int i) { return i >= 0 && i < renamed_count() ? g_renamed.path[i] : ""; }

@@ -25,7 +25,11 @@ void abandon();
 // A new stop of the same process (after a failed exec, in a fork child).
 void reset();
 
-// The files renamed into place since reset(), in order (the first four):
+// The stop's own writes begin (the snapshot worker has let go): the files
+// renamed before it, snapshots', are not the stop's.
+void stop_writes();
+// The files renamed into place since reset() or stop_writes(), in order
+// (the first four):
 // recorded before the writer lets go of the rename, so the list is complete
 // once abandon() has returned -- a line printed by a waiter that gave up
 // names every file that exists. Signal-safe.

@@ -331,6 +331,9 @@ void run(Context& ctx) {
   const config::Config& cfg = *ctx.cfg;
   // The snapshot worker's work in progress ends first: one writer at a time.
   snapshot::halt(ctx.deadline_mono_ns);
+  // What a stop that gives up names as written is its own files only (a
+  // snapshot's, through the same writer, filled the list before).
+  atomic_file::stop_writes();
   summary::Figures f;
   f.hz = cfg.cpu_hz;
   // The CPU profiler stops first so the stop's own work is not in it; heap

@@ -423,6 +423,37 @@ def test_one_line_after_a_timeout(ctx):
         th.close()
 
 
+def test_a_timeout_line_names_the_stops_files_not_the_snapshots(ctx):
+    """Snapshots every second for 2.5 s (six files, through the writer the
+    stop uses), then a stop on a sliver of CPU that gives up at 0.28 s: its
+    line names what the stop wrote, or "no profile", never a snapshot's
+    file (the list of files renamed was kept from the image's start: the
+    line said "wrote run.1.cpu.pprof run.1.heap.pprof run.1.wait.pprof
+    run.2.cpu.pprof", the stop's own none)."""
+    th = Throttle(ctx)
+    try:
+        argv = _slow_argv("exit", throttle=th, extra=["nap=2500"])
+        plain = run(ctx, argv)
+        d = ctx.mkdtemp("prof")
+        r = run(ctx, argv, env=_slow_env(ctx, d, PROFILE_INTERVAL="1s", PROFILE_STOP_TIMEOUT="0.28"))
+        what = "a stop after snapshots, PROFILE_STOP_TIMEOUT=0.28"
+        check(r.status.key() == plain.status.key(), "%s: %s under the shim, %s without\n%s" % (
+            what, r.status, plain.status, r.describe()))
+        snapshots = [n for n in pprofs(d) if re.match(r"run\.\d+\.", n)]
+        check(len(snapshots) >= 6, "%s: want the snapshots' files first, PROFILE_DIR holds %s" % (what, pprofs(d)))
+        lines = _shim_lines(r)
+        check(len(lines) == 1, "%s: want one line\n%s" % (what, r.describe()))
+        m = TIMEOUT_LINE.match(lines[0])
+        check(m, "%s: not the timeout line: %r" % (what, lines[0]))
+        if m.group(2) != "no profile":
+            for p in written(lines[0]):
+                check(not re.match(r"run\.\d+\.", os.path.basename(p)),
+                      "%s: the stop's line names a snapshot's file, %s\n%s" % (what, p, r.describe()))
+                check(os.path.isfile(p), "%s: the line names %s, which does not exist" % (what, p))
+    finally:
+        th.close()
+
+
 # --------------------------------------------------------------------------
 # 5. The shim never closes, reads or writes a descriptor it does not hold
 

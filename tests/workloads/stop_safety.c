@@ -11,14 +11,15 @@
 //                     that much first and unmaps it just before the end, so
 //                     the stop finds a little address space (a stack, some
 //                     heap) and runs out later.
-//   slow N HOW STATUS [handler] [throttle=FILE]
+//   slow N HOW STATUS [handler] [throttle=FILE] [nap=MS]
 //                     makes 2^N live 16-byte blocks, each from its own call
 //                     stack (with PROFILE_HEAP_SAMPLE=1 a heap profile of 2^N
 //                     stacks), prints "slow: t_stop=<CLOCK_MONOTONIC ns>" (a
 //                     test measures the stop from it), then stops by HOW:
 //                     exit, return, _exit, term (raise(SIGTERM)), with STATUS.
 //                     "handler": a SIGPIPE handler counts, and an atexit
-//                     handler prints the count. "throttle=FILE": just before
+//                     handler prints the count. "nap=MS": sleeps MS ms
+//                     after the blocks (time for snapshots). "throttle=FILE": just before
 //                     the stop, writes its pid to FILE (a cgroup's
 //                     cgroup.procs with a small CPU quota), so that the stop
 //                     runs on a sliver of CPU and takes seconds, however fast
@@ -166,6 +167,7 @@ static void print_pipe_signals(void) {
 }
 
 static const char* throttle;
+static int nap_ms;
 
 static int slow(int n, const char* how, int status, int handler) {
   if (handler) {
@@ -174,6 +176,7 @@ static int slow(int n, const char* how, int status, int handler) {
   }
   blocks = malloc(sizeof(void*) << n);
   for (unsigned long b = 0; b < (1ul << n); b++) node(n, b);
+  if (nap_ms) usleep((useconds_t)nap_ms * 1000);
   char buf[64];
   if (throttle) {
     int fd = open(throttle, O_WRONLY);
@@ -474,6 +477,7 @@ int main(int argc, char** argv) {
     for (int i = 5; i < argc; i++) {
       if (!strcmp(argv[i], "handler")) handler = 1;
       if (!strncmp(argv[i], "throttle=", 9)) throttle = argv[i] + 9;
+      if (!strncmp(argv[i], "nap=", 4)) nap_ms = atoi(argv[i] + 4);
     }
     return slow(atoi(argv[2]), argv[3], atoi(argv[4]), handler);
   }
