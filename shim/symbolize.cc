@@ -15,6 +15,7 @@
 
 #include "go_unwind.h"
 #include "procmaps.h"
+#include "symbolize_ghc.h"
 #include "symbolize_internal.h"
 #include "symbolize_perfmap.h"
 #include "sys.h"
@@ -79,6 +80,7 @@ struct Session::Impl {
   std::vector<ExecRange> gone_exec;  // the gone mappings that were added, sorted
   PerfMap jit;  // names of generated code, if the process wrote a perf map
   void name_generated(uint64_t pc, Result* r);
+  std::vector<signed char> ghc;  // per module: whether GHC made it, -1 until asked
 
   void find_modules();
   void build_mappings();
@@ -281,7 +283,11 @@ Result Session::Impl::resolve(uint64_t pc) {
       r.inlines_known = hit->inlines_known;
       return r;
     }
-  if (keep && internal::name_from_table(&store, m, mods[m].get(), pc, &names, &r)) return r;  // without libdw
+  if (keep && internal::name_from_table(&store, mods[m].get(), pc, &names, &r)) {  // without libdw
+    ghc::name_frames(*mods[m], lines, heads[m], &ghc[m], &r.frames);
+    store.add(m, rel, r);
+    return r;
+  }
   open_dwfl();
   if (!dwfl) return r;
   Dwfl_Module* mod = dw().dwfl_addrmodule(dwfl, pc);
@@ -289,6 +295,7 @@ Result Session::Impl::resolve(uint64_t pc) {
   if (mod) dw().dwfl_module_info(mod, &userdata, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
   ModInfo* mi = userdata ? static_cast<ModInfo*>(*userdata) : nullptr;
   if (mi) r.inlines_known = internal::module_frames(mod, mi, pc, &names, &r.frames);
+  if (mi == mods[m].get()) ghc::name_frames(*mi, lines, heads[m], &ghc[m], &r.frames);
   store.note_lookup();
   if (keep && mi == mods[m].get()) store.add(m, rel, r);
   return r;
@@ -336,6 +343,7 @@ Session::Session(std::vector<procmaps::Line> lines, bool with_unloaded, const st
     : impl_(new Impl(profile_dir)) {
   impl_->lines = std::move(lines);
   impl_->find_modules();
+  impl_->ghc.assign(impl_->mods.size(), -1);
   for (auto& m : impl_->mods) m->profile_dir = profile_dir;
   impl_->build_mappings();
   if (with_unloaded) impl_->add_unloaded();

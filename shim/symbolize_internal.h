@@ -177,8 +177,9 @@ bool table_from_cache(const std::string& dir, uint64_t base, ModInfo* mi);
 // Whether mi is to be named from its table alone: its symbols are (or are
 // now) the table's, and libdw found no DWARF for it.
 bool table_names_it(const std::string& dir, ModInfo* mi);
-// If so, *r gets pc's frames from it, kept in store as module m's, and true.
-bool name_from_table(cache::Store* store, size_t m, ModInfo* mi, uint64_t pc, Names* names, Result* r);
+// If so, *r gets pc's frames from it, and true (the caller keeps them in
+// store once it has named them as their language does).
+bool name_from_table(cache::Store* store, ModInfo* mi, uint64_t pc, Names* names, Result* r);
 // Writes mi's table, loaded through libdw and its DWARF looked for, to dir.
 std::string table_to_cache(const std::string& dir, uint64_t base, const ModInfo& mi);
 

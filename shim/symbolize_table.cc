@@ -125,11 +125,10 @@ bool table_names_it(const std::string& dir, ModInfo* mi) {
   return mi->syms_from_table && !mi->table_dwarf;
 }
 
-bool name_from_table(cache::Store* store, size_t m, ModInfo* mi, uint64_t pc, Names* names, Result* r) {
+bool name_from_table(cache::Store* store, ModInfo* mi, uint64_t pc, Names* names, Result* r) {
   if (!table_names_it(store->dir(false), mi)) return false;
   symbol_frames(mi, pc, names, &r->frames);
   store->note_lookup(true);
-  store->add(m, pc - mi->low, *r);
   return true;
 }
 
