@@ -9,7 +9,23 @@ namespace internal {
 
 namespace {
 
-void append(const char* text, size_t n, void* out) { static_cast<std::string*>(out)->append(text, n); }
+// libiberty bounds how deep a v0 name recurses, not how much it prints:
+// back-references let each level repeat the last twice, and a 259-byte
+// symbol prints 16 GB. Past this many bytes the name is left as it is, and
+// the demangler is left at once (it holds nothing of ours but the string,
+// and no lock).
+constexpr size_t kMaxName = 64 << 10;
+
+struct Out {
+  std::string name;
+  void* escape[5];
+};
+
+void append(const char* text, size_t n, void* p) {
+  auto* out = static_cast<Out*>(p);
+  if (out->name.size() + n > kMaxName) __builtin_longjmp(out->escape, 1);
+  out->name.append(text, n);
+}
 
 }  // namespace
 
@@ -22,9 +38,10 @@ bool rust_name(const char* sym, std::string* out) {
   // The callback form writes straight into the name; a name that fails
   // half-way has already passed its first part on, and is not used.
   // Without DMGL_VERBOSE: no hashes, no disambiguators.
-  std::string name;
-  if (!rust_demangle_callback(sym, 0, append, &name) || name.empty()) return false;
-  *out = std::move(name);
+  Out o;
+  if (__builtin_setjmp(o.escape) != 0) return false;  // too long: the raw symbol stays
+  if (!rust_demangle_callback(sym, 0, append, &o) || o.name.empty()) return false;
+  *out = std::move(o.name);
   return true;
 }
 

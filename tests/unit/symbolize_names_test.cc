@@ -104,6 +104,43 @@ TEST(rust_v0_names_read_as_rust_writes_them) {
   CHECK_EQ(n.demangle("_Rjunk"), std::string("_Rjunk"));
 }
 
+// A v0 name whose each level refers back to the one before twice: 2^levels
+// copies of a tuple when printed (30 levels: 16 GB from 259 bytes).
+static std::string doubling_v0_name(int levels) {
+  auto b62 = [](size_t v) {
+    static const char d[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    if (v == 0) return std::string("_");
+    std::string s;
+    for (--v;; v /= 62) {
+      s.insert(s.begin(), d[v % 62]);
+      if (v < 62) break;
+    }
+    return s + "_";
+  };
+  std::string body = "INvC1a1f";
+  size_t prev = body.size();
+  body += "TuuE";
+  for (int k = 0; k < levels; ++k) {
+    size_t at = body.size();
+    std::string r = "B" + b62(prev);
+    body += "T" + r + r + "E";
+    prev = at;
+  }
+  return "_R" + body + "E";
+}
+
+TEST(a_rust_name_that_would_print_gigabytes_stays_as_it_is) {
+  // The stop ran out of its time bound (and took 1.75 GB) on one such
+  // symbol in the program; now its name is given up at 64 KiB.
+  symbolize::internal::Names n;
+  const std::string sym = doubling_v0_name(30);
+  CHECK_EQ(n.demangle(sym.c_str()), sym);
+  // One that prints less than the bound is demangled as any.
+  const std::string small = doubling_v0_name(3);
+  CHECK(n.demangle(small.c_str()) != small);
+  CHECK(n.demangle(small.c_str()).find("a::f::<") == 0);
+}
+
 TEST(clone_suffixes_are_not_part_of_the_name) {
   symbolize::internal::Names n;
   CHECK_EQ(n.demangle("_ZN2wlL6partlyEml.constprop.0"), std::string("wl::partly(unsigned long, long)"));
