@@ -18,7 +18,6 @@ intptr_t g_tls;  // 0: no crossing
 // follows it in gobuf).
 uint32_t g_m_off, g_curg_off, g_sched_off;
 constexpr unsigned kMaxMore = 128;  // frames added to an allocation's stack
-constexpr uintptr_t kCgoArea = 128;  // asmcgocall's area below g0's saved stack pointer (64 bytes, aligned, in Go 1.19)
 
 uintptr_t thread_pointer() {
   uintptr_t tp;
@@ -38,7 +37,22 @@ int mov_load(const unsigned char* p, int reg, int base, uint32_t* disp) {
   return 0;
 }
 
-int resume(uint64_t* frames, int n, int max) {
+// How the scheduler stack was entered for the goroutine.
+enum Via { kViaSystemstack, kViaMorestack };
+
+// The return address at pc follows a call (e8, rel32) to fn or fn2.
+bool called(uint64_t pc, uint64_t fn, uint64_t fn2) {
+  // The five bytes lie inside the Go function that holds pc - 1.
+  if (!go_unwind::in_go(pc - 5) || go_unwind::start_of(pc - 5) != go_unwind::start_of(pc - 1)) return false;
+  const auto* c = reinterpret_cast<const unsigned char*>(pc - 5);
+  if (c[0] != 0xe8) return false;
+  int32_t rel;
+  memcpy(&rel, c + 1, 4);
+  const uint64_t to = pc + uint64_t(int64_t(rel));
+  return to && (to == fn || to == fn2);
+}
+
+int resume(Via via, uint64_t* frames, int n, int max) {
   if (!g_tls || n >= max) return n;
   const uintptr_t g = *reinterpret_cast<const uintptr_t*>(thread_pointer() + g_tls);
   if (!g) return n;
@@ -54,17 +68,21 @@ int resume(uint64_t* frames, int n, int max) {
   const uintptr_t sp = word(curg, g_sched_off), pc = word(curg, g_sched_off + 8);
   if (lo >= hi || sp < lo || sp + 8 > hi || !go_unwind::in_go(pc)) return n;
   go_unwind::Switch at;
-  if (go_unwind::start_of(pc) == go_unwind::switch_entry(go_unwind::kSystemstackSwitch)) {
-    // systemstack and asmcgocall saved the stack pointer at their own frame
-    // (no frame of their own: its first slot is the return address into
-    // their caller) and a pc that stands for them.
-    const uint64_t ret = *reinterpret_cast<const uint64_t*>(sp);
-    if (!go_unwind::in_go(ret)) return n;
-    frames[n++] = ret;
-    return go_unwind::walk(ret, sp + 8, lo, hi, frames, n, max, &at);
+  if (via == kViaSystemstack) {
+    // systemstack and asmcgocall save a pc inside runtime.systemstack_switch,
+    // which stands for them, with their own stack pointer: Go's tables give
+    // that frame's size (none before Go 1.21, the frame pointer's since),
+    // and its return address is their caller's. The pc itself is no frame.
+    if (go_unwind::start_of(pc) != go_unwind::switch_entry(go_unwind::kSystemstackSwitch)) return n;
+    return go_unwind::walk(pc, sp, lo, hi, frames, n, max, &at);
   }
-  // morestack saved the function that asked for more stack at its call,
-  // its frame not yet made: that pc, and its callers from there.
+  // morestack saves the function that asked for more stack at its call to
+  // it, the function's frame not yet made. Anything else there (the
+  // scheduler ran another goroutine since: newstack does not return to
+  // morestack) is not this stack's.
+  if (!called(pc, go_unwind::switch_entry(go_unwind::kMorestack),
+              go_unwind::switch_entry(go_unwind::kMorestackNoctxt)))
+    return n;
   frames[n++] = pc;
   return go_unwind::walk(pc, sp, lo, hi, frames, n, max, &at);
 }
@@ -103,39 +121,33 @@ int walk(uint64_t pc, uintptr_t sp, uintptr_t lo, uintptr_t hi, uint64_t* frames
   n = go_unwind::walk(pc, sp, lo, hi, frames, n, max, &at);
   // Interrupted inside the switch itself (n == first): its stack is half
   // changed; nothing more.
-  if (n == first || (at != go_unwind::kSystemstack && at != go_unwind::kMorestack)) return n;
-  return resume(frames, n, max);
-}
-
-int after_c(uintptr_t sp, uint64_t* frames, int n, int max) {
-  const uint64_t entry = go_unwind::switch_entry(go_unwind::kAsmcgocall);
-  if (!g_tls || !entry || !sp || n >= max) return n;
-  const uintptr_t g = *reinterpret_cast<const uintptr_t*>(thread_pointer() + g_tls);
-  if (!g) return n;
-  const uintptr_t m = word(g, g_m_off);
-  if (!m || word(m, 0) != g) return n;
-  // asmcgocall calls C from the top of the scheduler stack (g0's saved
-  // stack pointer, less an aligned area of its own): its return address
-  // lies in the few words below, above the C frames the walk went through.
-  const uintptr_t lo = word(g, 0), hi = word(g, 8), top = word(g, g_sched_off);
-  if (lo >= hi || top <= lo || top > hi || top % 8) return n;
-  for (uintptr_t a = top - 8; a >= sp && a >= lo && a + kCgoArea >= top; a -= 8) {
-    const uint64_t ret = *reinterpret_cast<const uint64_t*>(a);
-    if (go_unwind::start_of(ret) != entry) continue;
-    frames[n++] = ret;
-    return resume(frames, n, max);
-  }
+  if (n == first) return n;
+  if (at == go_unwind::kSystemstack) return resume(kViaSystemstack, frames, n, max);
+  if (at == go_unwind::kMorestack) return resume(kViaMorestack, frames, n, max);
   return n;
 }
 
-unsigned after_c_frame(void** frames, unsigned n, unsigned max) {
+int after_c(uint64_t ret, uint64_t* frames, int n, int max) {
   const uint64_t entry = go_unwind::switch_entry(go_unwind::kAsmcgocall);
-  if (!g_tls || !entry || n == 0 || n >= max) return n;
-  if (go_unwind::start_of(reinterpret_cast<uint64_t>(frames[n - 1])) != entry) return n;
+  if (!g_tls || !entry || n >= max || go_unwind::start_of(ret - 1) != entry) return n;
+  const int before = n;
+  frames[n++] = ret;
+  n = resume(kViaSystemstack, frames, n, max);
+  // asmcgocall's frame alone: the goroutine was not found; the stack is not
+  // whole, and says so by ending there.
+  return n > before + 1 ? n : before;
+}
+
+unsigned after_c_frame(void** frames, unsigned n, unsigned max) {
+  if (n == 0 || n >= max) return n;
   uint64_t more[kMaxMore];
-  const int got = resume(more, 0, int(max - n < kMaxMore ? max - n : kMaxMore));
-  for (int i = 0; i < got; ++i) frames[n + i] = reinterpret_cast<void*>(more[i]);
-  return n + unsigned(got);
+  const uint64_t last = reinterpret_cast<uint64_t>(frames[n - 1]);
+  // jemalloc's unwind keeps asmcgocall's frame as the last: the goroutine's
+  // frames follow it.
+  const int got = after_c(last, more, 0, int(max - n + 1 < kMaxMore ? max - n + 1 : kMaxMore));
+  if (got <= 1) return n;
+  for (int i = 1; i < got; ++i) frames[n + i - 1] = reinterpret_cast<void*>(more[i]);
+  return n + unsigned(got - 1);
 }
 
 }  // namespace go_stacks

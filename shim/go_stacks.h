@@ -22,13 +22,12 @@ void learn(intptr_t g_tls_off);
 // goroutine's stack where it stopped at runtime.systemstack or
 // runtime.morestack on the scheduler's stack. Signal-safe.
 int walk(uint64_t pc, uintptr_t sp, uintptr_t lo, uintptr_t hi, uint64_t* frames, int n, int max);
-// After the unwinder's walk of C code ended, its last frame's callee's
-// stack pointer at sp: if runtime.asmcgocall called that code (C called
-// from Go through cgo), asmcgocall's frame and the calling goroutine's
-// follow. Signal-safe.
-int after_c(uintptr_t sp, uint64_t* frames, int n, int max);
-// The same for a walk (jemalloc's, of an allocation) whose last frame,
-// frames[n - 1], is the return address the unwinder stopped at.
+// After the unwinder's walk of C code ended at the return address ret, for
+// which it found no unwind information: if ret is inside
+// runtime.asmcgocall (C called from Go through cgo), appends it and the
+// calling goroutine's frames; only when the goroutine's are found.
+// Signal-safe.
+int after_c(uint64_t ret, uint64_t* frames, int n, int max);
 unsigned after_c_frame(void** frames, unsigned n, unsigned max);
 
 }  // namespace go_stacks

@@ -141,6 +141,7 @@ bool load(const void* pclntab, uint64_t size, bool name_code) {
   g_t.switches[kMcall] = find_function("runtime.mcall");
   g_t.switches[kSystemstackSwitch] = find_function("runtime.systemstack_switch");
   g_t.switches[kAsmcgocall] = find_function("runtime.asmcgocall");
+  g_t.switches[kMorestackNoctxt] = find_function("runtime.morestack_noctxt");
   return true;
 }
 

@@ -21,8 +21,17 @@ bool in_go(uint64_t pc);
 // first three stops there (the slot above it holds no return address of the
 // same stack). runtime.systemstack_switch is the pc a goroutine's saved
 // state names when it left its stack for the scheduler's; asmcgocall calls
-// C there.
-enum Switch { kNoSwitch, kSystemstack, kMorestack, kMcall, kSystemstackSwitch, kAsmcgocall, kSwitches };
+// C there; a function that needs more stack calls morestack_noctxt.
+enum Switch {
+  kNoSwitch,
+  kSystemstack,
+  kMorestack,
+  kMcall,
+  kSystemstackSwitch,
+  kAsmcgocall,
+  kMorestackNoctxt,
+  kSwitches
+};
 // The entry of that function (0: not found at load).
 uint64_t switch_entry(Switch which);
 // The entry of the Go function holding pc, 0 if none. Signal-safe.

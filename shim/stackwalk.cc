@@ -124,6 +124,7 @@ struct Walk {
   int max, n;
   bool started, cut;
   uintptr_t sp;  // the stack pointer of the previous kept frame, 0 for none
+  uint64_t missing;  // the return address it ended at for want of unwind information, 0 for none
 };
 
 bool on_thread_stack(uintptr_t sp) { return t_stack_hi && sp >= t_stack_lo && sp < t_stack_hi; }
@@ -160,7 +161,7 @@ _Unwind_Reason_Code step(struct _Unwind_Context* ctx, void* arg) {
 
 // The walk, ended early where a frame had no unwind information.
 void walk(Walk* w) {
-  if (!guarded_backtrace(step, w) && w->started) w->cut = true;
+  if (!guarded_backtrace(step, w) && w->started) w->cut = true, w->missing = missing_unwind_info() + 1;
 }
 
 // Code with no unwind information (generated code, hand-written assembly)
@@ -337,7 +338,7 @@ void unwind_there(void* w) { walk(static_cast<Walk*>(w)); }
 bool thread_stack_noted() { return t_stack_hi != 0; }
 
 int from_signal(void* uc, uint64_t* frames, int max, bool* cut) {
-  Walk w = {frames, max, 0, false, false, 0};
+  Walk w = {frames, max, 0, false, false, 0, 0};
   bool walked = !cramped(uc);
   if (walked)
     walk(&w);
@@ -359,7 +360,7 @@ int from_signal(void* uc, uint64_t* frames, int max, bool* cut) {
     w.n = frame_pointer_walk(uc, frames, 1, max);
   } else if (walked && w.cut) {
     // C called from Go (cgo): on to its goroutine.
-    const int n = go_stacks::after_c(w.sp, frames, w.n, max);
+    const int n = w.missing ? go_stacks::after_c(w.missing, frames, w.n, max) : w.n;
     if (n > w.n) w.n = n, w.cut = false;
   }
   if (cut) *cut = w.cut;
@@ -368,10 +369,10 @@ int from_signal(void* uc, uint64_t* frames, int max, bool* cut) {
 
 int here(uint64_t* frames, int max) {
   Holding unwinder;  // libgcc's object mutex, for frames a JIT registered
-  Walk w = {frames, max, 0, true, false, 0};
+  Walk w = {frames, max, 0, true, false, 0, 0};
   walk(&w);
   // C called from Go (an allocation in cgo code): on to its goroutine.
-  if (w.cut) w.n = go_stacks::after_c(w.sp, frames, w.n, max);
+  if (w.missing) w.n = go_stacks::after_c(w.missing, frames, w.n, max);
   return w.n;
 }
 
@@ -463,7 +464,7 @@ bool interrupted_in_unsafe_code(void* uc, bool from_sigwait) {
 
 Context calling_context() {
   uint64_t frames[32];
-  Walk w = {frames, 32, 0, false, false, 0};
+  Walk w = {frames, 32, 0, false, false, 0, 0};
   walk(&w);
   if (!w.started) return kNotInHandler;
   if (holding()) return kHandlerOverUnsafeCode;

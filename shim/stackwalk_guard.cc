@@ -7,6 +7,7 @@ namespace {
 // The armed walk's __builtin_setjmp buffer on this thread, null when none:
 // initial-exec TLS, read in signal handlers.
 __thread void** t_escape;
+__thread uint64_t t_missing;  // the address the armed walk found no unwind information for
 }  // namespace
 }  // namespace stackwalk
 
@@ -19,11 +20,16 @@ __thread void** t_escape;
 extern "C" const void* __real__Unwind_Find_FDE(void* pc, void* bases);
 extern "C" __attribute__((visibility("hidden"))) const void* __wrap__Unwind_Find_FDE(void* pc, void* bases) {
   const void* fde = __real__Unwind_Find_FDE(pc, bases);
-  if (!fde && stackwalk::t_escape) __builtin_longjmp(stackwalk::t_escape, 1);
+  if (!fde && stackwalk::t_escape) {
+    stackwalk::t_missing = reinterpret_cast<uint64_t>(pc);
+    __builtin_longjmp(stackwalk::t_escape, 1);
+  }
   return fde;
 }
 
 namespace stackwalk {
+
+uint64_t missing_unwind_info() { return t_missing; }
 
 __attribute__((noinline)) bool guarded_backtrace(_Unwind_Trace_Fn fn, void* arg) {
   void* buf[5];

@@ -22,6 +22,9 @@ namespace stackwalk {
 // unwind information ends the walk (fn is not called for it) instead of
 // having its code read. Returns false when it ended so.
 bool guarded_backtrace(_Unwind_Trace_Fn fn, void* arg);
+// After a walk that ended so: the address looked up (a return address less
+// one), the first the walk could not go past.
+uint64_t missing_unwind_info();
 
 // Whether ip, reached as a return address, is one: the instruction before it
 // is a call, or ip is a signal trampoline (the handler "returns" into it).
