@@ -136,7 +136,7 @@ void begin_image(bool new_engines) {
 void normal_stop(const char* how, const std::string* stem = nullptr) {
   const stackwalk::Context where = stackwalk::calling_context();
   {
-    const stop_runner::Place place(where != stackwalk::kNotInHandler);
+    stop_runner::Place place(where != stackwalk::kNotInHandler);
     if (claim_stop(how, stem)) {
       if (where == stackwalk::kHandlerOverUnsafeCode) {
         // The program's signal handler interrupted its own malloc and called

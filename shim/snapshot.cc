@@ -190,7 +190,9 @@ bool setup(const config::Config* cfg, uint64_t start_mono_ns, std::string* err) 
   // Go on to their goroutines: installed even with no peak file.
   if (cfg->heap_sample) {
     const char* why = nullptr;
-    if (!peak::setup(cfg->peak_floor, cfg->peak_after_ms, wake_for_peak, &why)) {
+    // Refused with no peak file asked for: stacks of C from Go end at the
+    // cgo call, nothing worse.
+    if (!peak::setup(cfg->peak_floor, cfg->peak_after_ms, wake_for_peak, &why) && cfg->peak_floor) {
       *err = why;
       return false;
     }

@@ -34,6 +34,7 @@ __thread int t_in_place;
 __thread bool t_stop_thread;  // this thread is a stop thread
 __thread bool t_alone;        // the in-place stop is the process's only thread's
 __thread int t_watchdog;      // the in-place stop's watchdog timer
+__thread bool t_held;         // a Place holds this thread's signals for a stop here
 
 void run_finish(void*) { finish::run(*g_ctx); }
 
@@ -154,31 +155,41 @@ void alone_in_place(void*) {
 
 }  // namespace
 
-Place::Place(bool in_handler) : in_handler(in_handler) {
+Place::Place(bool in_handler) : in_handler(in_handler), held_(false) {
   // The process's only thread: nothing can hold a lock the stop needs, and
   // the stop runs here. A thread started and waited for costs an image a
   // clone, a fresh arena and two hand-overs between cores, a large part of
   // what a short image pays for being profiled. (Only this thread could
   // start another, and it is here.)
   here = !in_handler && sys::single_threaded();
-  held_ = in_handler || here;
-  if (!held_) return;
+  if (in_handler || here) hold();
+}
+
+void Place::hold() {
+  if (held_) return;
   // Every signal but the watchdog's and a fault's, as the stop thread holds
   // them all.
-  sigset_t hold;
-  shim_thread::work_mask(&hold);
-  sigdelset(&hold, own_signal::number());
-  sigmask::unfiltered(SIG_SETMASK, &hold, &old_);
+  sigset_t all;
+  shim_thread::work_mask(&all);
+  sigdelset(&all, own_signal::number());
+  sigmask::unfiltered(SIG_SETMASK, &all, &old_);
+  held_ = true;
+  t_held = true;
 }
 
 Place::~Place() {
-  if (held_) sigmask::unfiltered(SIG_SETMASK, &old_, nullptr);
+  if (!held_) return;
+  t_held = false;
+  sigmask::unfiltered(SIG_SETMASK, &old_, nullptr);
 }
 
-void normal(finish::Context& ctx, const Place& place, void (*done)()) {
+void normal(finish::Context& ctx, Place& place, void (*done)()) {
   g_ctx = &ctx, g_done = done;
   const bool in_handler = place.in_handler, here = place.here;
   if (!in_handler && !here && shim_thread::spawn(stop_thread, nullptr)) return;
+  // No thread for it (thread limits, no memory): here, held as on the only
+  // thread.
+  place.hold();
   void (*how)(void*) = in_handler ? in_place : here ? alone_in_place : finish_guarded;
   bool ran = stack::run_on_fresh(shim_thread::kStack, how, nullptr);
   // Under an address-space limit a program that freed everything may still
@@ -233,6 +244,6 @@ bool on_watchdog(void* uc) {
 
 bool on_stop_thread() { return t_stop_thread; }
 
-bool stopping_here() { return t_stop_thread || t_in_place != kNone; }
+bool stopping_here() { return t_stop_thread || t_in_place != kNone || t_held; }
 
 }  // namespace stop_runner

@@ -32,6 +32,8 @@ class Place {
  public:
   explicit Place(bool in_handler);
   ~Place();
+  // Holds them from here on (a stop that could get no thread of its own).
+  void hold();
   Place(const Place&) = delete;
   Place& operator=(const Place&) = delete;
   bool in_handler;
@@ -44,7 +46,7 @@ class Place {
 
 // A normal stop. done() is called once the stop has finished or given up
 // (on the stop thread, or here before returning).
-void normal(finish::Context& ctx, const Place& place, void (*done)());
+void normal(finish::Context& ctx, Place& place, void (*done)());
 // A fatal signal's stop, here (signal context, on a fresh stack already).
 void fatal(finish::Context& ctx);
 
@@ -55,7 +57,8 @@ void fatal(finish::Context& ctx);
 bool on_watchdog(void* ucontext);
 // Whether the calling thread is a stop thread.
 bool on_stop_thread();
-// This thread runs a normal stop: a stop thread, or one in place.
+// This thread runs a normal stop: a stop thread, or one in place (from
+// before its claim, while a Place holds the signals).
 bool stopping_here();
 
 }  // namespace stop_runner
