@@ -43,6 +43,9 @@ struct Part {
   std::string kind;  // its file: <stem>[.<seq>].<kind>.pprof
   std::vector<pprof::ValueType> types;
   std::string default_type;
+  // pprof's drop_frames: a frame whose function's whole name matches is
+  // hidden by pprof, with every frame it called (empty: none).
+  std::string drop_frames;
   pprof::ValueType period_type;
   int64_t period = 0;
   int64_t time_ns = 0, duration_ns = 0;  // wall clock; no duration for a moment (a heap)

@@ -13,6 +13,12 @@
 namespace engine {
 namespace {
 
+// pprof anchors it (^(...)$) and matches each frame's function name.
+const char kAllocatorFrames[] =
+    "(__libc_)?(malloc|calloc|realloc|reallocarray|valloc|pvalloc|memalign|aligned_alloc|posix_memalign)|"
+    "mallocx|rallocx|xallocx|operator new.*|"
+    "std::(__new_allocator|allocator|allocator_traits)<.*>::allocate.*|__gnu_cxx::new_allocator<.*>::allocate.*";
+
 bool g_on;  // heap::start() ran for this image
 
 void cut(const heap_dump::Dump& d, const Self& self, Part* out) {
@@ -45,6 +51,10 @@ bool collect(Why why, const When&, const Self& self, Part* out, std::string* err
   out->types = {{"alloc_objects", "count"}, {"alloc_space", "bytes"}, {"inuse_objects", "count"},
                 {"inuse_space", "bytes"}};
   out->default_type = "inuse_space";
+  // The allocator's entry points and the C++ allocator layer over them:
+  // pprof shows the function that allocated on top, as Go's heap profiles
+  // do (the frames stay in the file; pprof -raw and -top hide them alike).
+  out->drop_frames = kAllocatorFrames;
   out->period_type = {"space", "bytes"};
   out->time_ns = int64_t(sys::now_ns(CLOCK_REALTIME));
   std::string text, why_not;

@@ -152,6 +152,7 @@ void emit(const engine::Part& p, const Symbols& sym, const Target& to, const ide
   const std::string name = to.stem + to.infix + "." + p.kind + ".pprof";
   pprof::Builder b(p.types, p.period_type, p.period);
   b.set_default_sample_type(p.default_type);
+  if (!p.drop_frames.empty()) b.set_drop_frames(p.drop_frames);
   b.set_time(p.time_ns, p.duration_ns);
   b.add_comment("profshim: " + to.why);
   if (sym.cut)

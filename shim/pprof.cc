@@ -93,6 +93,7 @@ struct Builder::Impl {
   std::string default_type;
   int64_t default_type_id = 0;
   std::vector<int64_t> comments;
+  int64_t drop_frames_id = 0;
   std::vector<MappingRec> mappings;
   std::vector<FunctionRec> functions;
   std::unordered_map<FunctionRec, uint64_t, RecHash> function_ids;
@@ -158,6 +159,8 @@ void Builder::set_default_sample_type(const std::string& type) {
   impl_->default_type = type;
   impl_->default_type_id = impl_->intern(type);
 }
+
+void Builder::set_drop_frames(const std::string& regex) { impl_->drop_frames_id = impl_->intern(regex); }
 
 void Builder::set_time(int64_t time_nanos, int64_t duration_nanos) {
   impl_->time_nanos = time_nanos;
@@ -319,6 +322,7 @@ std::string Builder::encode() const {
   pb::int64_field(&out, F::duration_nanos, p.duration_nanos);
   encode_value_type(&out, F::period_type, p.period_type_ids);
   pb::int64_field(&out, F::period, p.period);
+  pb::int64_field(&out, F::drop_frames, p.drop_frames_id);
   pb::packed_int64(&out, F::comment, p.comments);
   pb::int64_field(&out, F::default_sample_type, p.default_type_id);
   return out;

@@ -48,6 +48,9 @@ class Builder {
                   const std::vector<Label>& labels = {});
 
   void set_default_sample_type(const std::string& type);
+  // profile.proto's drop_frames: a regular expression pprof matches whole
+  // against each frame's function name, hiding a match and its callees.
+  void set_drop_frames(const std::string& regex);
   void set_time(int64_t time_nanos, int64_t duration_nanos);
   void add_comment(const std::string& c);
 

@@ -75,6 +75,8 @@ class RawProfile:
         self.time_nanos = ints.get(9, 0)
         self.duration_nanos = ints.get(10, 0)
         self.period = ints.get(12, 0)
+        drop = ints.get(7, 0)
+        self.drop_frames = self.strings[drop] if 0 < drop < len(self.strings) else ""
 
     def used_mapping_ids(self):
         return set(self.location_mapping.values()) - {0}

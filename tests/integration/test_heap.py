@@ -17,6 +17,7 @@ The truths come from the workload's stdout, not from this file.
 """
 
 import os
+import re
 import time
 
 from common import MiB, check, indent, pct, truths, within
@@ -234,3 +235,30 @@ def test_heap_profile_time_is_the_dump(ctx):
     check(t0 <= cpu.time_nanos <= t0 + 500000000 and cpu.duration_nanos >= 900000000,
           "the CPU profile should start at the run's start (%d) and last the run: time_nanos %d, "
           "duration %.3f s" % (t0, cpu.time_nanos, cpu.duration_nanos / 1e9))
+
+
+def test_top_of_a_heap_profile_is_the_function_that_allocated(ctx):
+    """go tool pprof -top of a heap profile lists the program's function
+    that allocated first, flat, not the allocator: fill_cache holds 200 MiB
+    through new[], fill_vector 40 MiB through std::vector's allocator
+    (its own code is the library's, inlined or not: the program's function
+    at least holds it cumulatively), keep_copy 8 MiB through strdup (libc's
+    code calls malloc: strdup is what allocated). The frames stay in the
+    file (the profile's drop_frames names them for pprof)."""
+    r, d = ctx.profile(["heap_top"], PROFILE_HEAP_SAMPLE=RATE)  # 1 MiB blocks: each sampled, p = 1 - e^-32
+    check(r.rc == 0 and r.stdout_text.startswith("ready 200 40 1"), "heap_top failed\n%s" % r.describe())
+    path = _heap_file(d)
+    top = ctx.top(path, "inuse_space", nodecount=5)
+    rows = [l.split() for l in top.splitlines() if re.match(r"^\s*[\d.]+[kMG]?B\s", l)]
+    check(rows and rows[0][-1].startswith("fill_cache"), "want fill_cache first in -top:\n%s" % top)
+    prof = ctx.read(path, r)
+    flat = prof.flat("fill_cache", "inuse_space")
+    check(within(flat, 200 * MiB, 0.05), "fill_cache holds %d bytes flat, 200 MiB held\n%s" % (flat, top))
+    check(prof.cum("fill_vector", "inuse_space") >= 36 * MiB, "fill_vector: %d bytes\n%s" % (
+        prof.cum("fill_vector", "inuse_space"), top))
+    for name in ("operator new[]", "operator new", "malloc"):
+        check(prof.flat(name, "inuse_space") == 0, "%s is still a leaf with %d bytes\n%s" % (
+            name, prof.flat(name, "inuse_space"), top))
+    drop = RawProfile(path).drop_frames
+    check("operator new" in drop and "malloc" in drop, "the file's drop_frames: %r" % drop)
+
