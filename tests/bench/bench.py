@@ -333,11 +333,12 @@ CONFIG_BY_KEY = {c.key: c for c in CONFIGS}
 
 
 class Workload:
-    def __init__(self, key, label, kind, argv, env=None, stdin=None, note=""):
+    def __init__(self, key, label, kind, argv, env=None, stdin=None, note="", configs=None):
         self.key, self.label, self.kind, self.argv = key, label, kind, argv
         self.env = env or {}
         self.stdin = stdin
         self.note = note
+        self.configs = configs  # the configuration keys it runs under (None: all)
 
 
 class Bench:
@@ -443,7 +444,31 @@ class Bench:
                      note="about 8 million malloc-family calls"),
             Workload("xz-threads", "xz -6 -T2, 14 MB of text in 1 MiB blocks", "multi-threaded",
                      [xz, "-6", "-T2", "--block-size=1MiB", "-c", d14]),
-        ]
+        ] + self.go_workloads()
+
+    def go_workloads(self):
+        """The cgo Go program of the tests (tests/workloads/go/httphash),
+        built here: 8 goroutines hashing what an in-process HTTP server
+        sends, a third of the CPU in C through cgo. Not under the raw engines,
+        heaptrack, perf or massif: gperftools' SIGPROF handler, installed
+        without SA_ONSTACK, kills a Go program, as the shim's did once."""
+        if not self.go:
+            return []
+        d = os.path.join(self.data, "go-httphash")
+        os.makedirs(d, exist_ok=True)
+        shutil.copy(os.path.join(REPO, "tests", "workloads", "go", "httphash", "main.go"), os.path.join(d, "main.go"))
+        exe = os.path.join(d, "httphash")
+        env = dict(os.environ, CGO_ENABLED="1", GOFLAGS="", GOTOOLCHAIN="local", GO111MODULE="off", GOPROXY="off",
+                   GOCACHE=os.path.join(d, "cache"), GOPATH=os.path.join(d, "gopath"), HOME=d)
+        p = subprocess.run([self.go, "build", "-o", exe, "main.go"], cwd=d, env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, timeout=600)
+        if p.returncode != 0:
+            self.problems.append("go build of the Go workload failed: %s" % p.stdout.decode(errors="replace")[-300:])
+            return []
+        return [Workload("go-cgo", "a cgo Go program: 8 goroutines hashing HTTP fetches, C through cgo",
+                         "Go (cgo)", [exe, "200", "return"], configs=("plain", "inert", "active", "cpuonly"),
+                         note="about 5 s of CPU; the CPU profile walks goroutines by Go's own tables, and the "
+                              "stop (~130 ms, most of it symbols) is part of what active costs")]
 
     def base_env(self):
         env = {}
@@ -562,7 +587,12 @@ class Bench:
             return "exit status %d" % r.rc
         if wl.key == "probe" and r.latency_ms is None:
             return "the probe wrote no timestamp"
-        if cfg.key == "active":
+        if cfg.key == "cpuonly":
+            if r.files_count < 2:
+                return "profshim wrote %d files, expected the .cpu.pprof and .wait.pprof" % r.files_count
+            if r.stop_ms is None:
+                return "no '# profshim: ... stop N ms' summary line"
+        elif cfg.key == "active":
             if r.files_count < 3:
                 return "profshim wrote %d files, expected the .cpu.pprof, .heap.pprof and .wait.pprof" % r.files_count
             if r.stop_ms is None:
@@ -582,6 +612,8 @@ class Bench:
             if self.smoke and c.key not in ("plain", "active"):
                 continue
             if c.massif and wl.key not in (self.massif_wl, "probe"):
+                continue
+            if wl.configs is not None and c.key not in wl.configs:
                 continue
             out.append(c)
         return out
@@ -607,7 +639,8 @@ class Bench:
                     runs.append((wl.key, cfg.key, self.run(cfg, wl, rnd)))
             if self.massif_wl is None and "massif" not in self.skipped and not self.smoke:
                 # The smallest real workload (by plain wall in the first round) also gets massif.
-                walls = {w: r.wall_s for w, c, r in runs if c == "plain" and w != "probe" and r.round == rnd}
+                walls = {w: r.wall_s for w, c, r in runs
+                         if c == "plain" and w not in ("probe", "go-cgo") and r.round == rnd}
                 self.massif_wl = min(walls, key=walls.get) if walls else None
             took = time.monotonic() - t_round
             elapsed = time.monotonic() - self.t0
