@@ -268,7 +268,7 @@ bool setup(uint64_t stop_timeout_ms, const char** why) {
         break;
     }
   }
-  go_stacks::learn(g_tls_off);
+  if (g_tls_off) go_stacks::learn();
   // runtime.exit: from the symbol table, or else from Go's own (stripped).
   uint64_t exit = s.exit ? s.exit + exe.bias : go_unwind::find_function("runtime.exit");
   if (!exit || !exe.in_text(exit, sizeof kExit))
@@ -288,11 +288,15 @@ bool setup(uint64_t stop_timeout_ms, const char** why) {
   return true;
 }
 
-bool goroutine_stack(uintptr_t sp, uintptr_t* lo, uintptr_t* hi) {
-  if (!g_tls_off) return false;
+uintptr_t current_g() {
   // A thread that never ran Go code holds 0 there; any other, the goroutine
-  // it runs (or its scheduler's), whose first words are its stack's bounds.
-  const uintptr_t* g = *reinterpret_cast<const uintptr_t* const*>(thread_pointer() + g_tls_off);
+  // it runs (or its scheduler's).
+  return g_tls_off ? *reinterpret_cast<const uintptr_t*>(thread_pointer() + g_tls_off) : 0;
+}
+
+bool goroutine_stack(uintptr_t sp, uintptr_t* lo, uintptr_t* hi) {
+  // The goroutine's first words are its stack's bounds.
+  const uintptr_t* g = reinterpret_cast<const uintptr_t*>(current_g());
   if (!g) return false;
   uintptr_t l = g[0], h = g[1];
   if (sp < l || sp >= h) return false;

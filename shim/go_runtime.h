@@ -27,6 +27,10 @@ bool detect();
 bool setup(uint64_t stop_timeout_ms, const char** why);
 // Whether this is a Go program (detect() said so at setup).
 bool is_go();
+// The goroutine this thread runs now (its g, from Go's TLS slot), or its
+// scheduler's; 0 if it never ran Go code or the slot is unknown.
+// Signal-safe.
+uintptr_t current_g();
 // Whether sp is on the goroutine stack this thread runs now: its bounds.
 // Signal-safe: reads the thread's TLS and the goroutine's first two words.
 bool goroutine_stack(uintptr_t sp, uintptr_t* lo, uintptr_t* hi);

@@ -7,23 +7,18 @@
 
 #include <string.h>
 
+#include "go_runtime.h"
 #include "go_unwind.h"
 
 namespace go_stacks {
 namespace {
 
-intptr_t g_tls;  // 0: no crossing
+bool g_learned;  // the offsets below are known: crossings are made
 // Byte offsets: the goroutine's m (g.m), the m's current user goroutine
 // (m.curg), the goroutine's saved stack pointer (g.sched.sp; the saved pc
 // follows it in gobuf).
 uint32_t g_m_off, g_curg_off, g_sched_off;
 constexpr unsigned kMaxMore = 128;  // frames added to an allocation's stack
-
-uintptr_t thread_pointer() {
-  uintptr_t tp;
-  __asm__("movq %%fs:0, %0" : "=r"(tp));
-  return tp;
-}
 
 uintptr_t word(uintptr_t base, uint32_t off) { return *reinterpret_cast<const uintptr_t*>(base + off); }
 
@@ -53,8 +48,8 @@ bool called(uint64_t pc, uint64_t fn, uint64_t fn2) {
 }
 
 int resume(Via via, uint64_t* frames, int n, int max) {
-  if (!g_tls || n >= max) return n;
-  const uintptr_t g = *reinterpret_cast<const uintptr_t*>(thread_pointer() + g_tls);
+  if (!g_learned || n >= max) return n;
+  const uintptr_t g = go_runtime::current_g();
   if (!g) return n;
   const uintptr_t m = word(g, g_m_off);
   // On the scheduler's stack (g is m.g0, m's first word), running for a
@@ -89,14 +84,14 @@ int resume(Via via, uint64_t* frames, int n, int max) {
 
 }  // namespace
 
-void learn(intptr_t g_tls_off) {
+void learn() {
   const uint64_t entry = go_unwind::switch_entry(go_unwind::kSystemstack);
   // runtime.systemstack's way back, after it called its function on g0:
   //   MOVQ g_m(AX), BX; MOVQ m_curg(BX), AX; (g back into TLS);
   //   MOVQ (g_sched+gobuf_sp)(AX), SP
   // (registers ax 0, bx 3, sp 4). Its code is some 130 bytes.
   constexpr int kRead = 192;
-  if (!g_tls_off || !entry || !go_unwind::in_go(entry + kRead)) return;
+  if (!entry || !go_unwind::in_go(entry + kRead)) return;
   const auto* code = reinterpret_cast<const unsigned char*>(entry);
   for (int i = 0; i + 40 < kRead; ++i) {
     uint32_t m_off, curg_off, sched_off;
@@ -108,7 +103,7 @@ void learn(intptr_t g_tls_off) {
       if (mov_load(code + j, 4, 0, &sched_off)) {
         if (m_off % 8 || curg_off % 8 || sched_off % 8 || curg_off > 4096 || sched_off > 512) return;
         g_m_off = m_off, g_curg_off = curg_off, g_sched_off = sched_off;
-        g_tls = g_tls_off;
+        g_learned = true;
         return;
       }
     }
@@ -129,7 +124,7 @@ int walk(uint64_t pc, uintptr_t sp, uintptr_t lo, uintptr_t hi, uint64_t* frames
 
 int after_c(uint64_t ret, uint64_t* frames, int n, int max) {
   const uint64_t entry = go_unwind::switch_entry(go_unwind::kAsmcgocall);
-  if (!g_tls || !entry || n >= max || go_unwind::start_of(ret - 1) != entry) return n;
+  if (!g_learned || !entry || n >= max || go_unwind::start_of(ret - 1) != entry) return n;
   const int before = n;
   frames[n++] = ret;
   n = resume(kViaSystemstack, frames, n, max);

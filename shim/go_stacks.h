@@ -15,9 +15,9 @@
 
 namespace go_stacks {
 
-// At setup, once Go's tables are loaded (go_unwind::load); g_tls_off: the
-// goroutine pointer's place relative to the thread pointer.
-void learn(intptr_t g_tls_off);
+// At setup, once Go's tables are loaded (go_unwind::load) and the
+// goroutine's TLS slot is known (go_runtime::current_g).
+void learn();
 // The Go walk (go_unwind::walk) from pc and sp inside [lo, hi), on into the
 // goroutine's stack where it stopped at runtime.systemstack or
 // runtime.morestack on the scheduler's stack. Signal-safe.
