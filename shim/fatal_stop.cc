@@ -22,6 +22,7 @@
 #include "own_signal.h"
 #include "real.h"
 #include "recover.h"
+#include "sandbox.h"
 #include "shim_thread.h"
 #include "sigmask.h"
 #include "signals.h"
@@ -192,7 +193,7 @@ bool retry_forced(int sig) { return t_forced_sig == sig; }
 bool stop_on_fatal(int sig, siginfo_t* si, void* uc) {
   const bool forced_mask = t_forced_sig == sig && t_forced_mask, in_wait = t_retry_in_wait == sig;
   if (t_forced_sig == sig) t_forced_sig = 0;  // another fatal signal's handler may come first
-  if (g_state.load() == kInert || vfork_child()) return false;
+  if (g_state.load() == kInert || vfork_child() || sandbox::stop_forbidden()) return false;
   bool fault = signals::synchronous_fault(sig, si);
   // A fault inside the stop itself ends the stop, not the process; so does
   // an abort() of a library the stop uses (libdw's and libelf's asserts).

@@ -23,6 +23,7 @@
 #include "image.h"
 #include "own_signal.h"
 #include "sampler.h"
+#include "sandbox.h"
 #include "sigmask.h"
 #include "signals.h"
 #include "snapshot.h"
@@ -134,6 +135,9 @@ void begin_image(bool new_engines) {
 // A stop in the normal course of the program (stop_runner.h says where it
 // runs), waited for with a bound.
 void normal_stop(const char* how, const std::string* stem = nullptr) {
+  // Under a filter that forbids the stop's calls: not even a look at the
+  // process (its thread count is a /proc read).
+  if (sandbox::stop_forbidden()) return;
   const stackwalk::Context where = stackwalk::calling_context();
   {
     stop_runner::Place place(where != stackwalk::kNotInHandler);
@@ -180,8 +184,9 @@ void after_fork_in_child() {
   g_execs.store(0);
   fatal_after_fork();
   freeze::after_fork();
-  if (cfg().cpu_hz) sampler::reset_after_fork();
-  if (cfg().wait_sample_ns) waits::reset_after_fork();
+  // The parent's seccomp filter is the child's: what it forbade stays off.
+  if (cfg().cpu_hz && !sandbox::running_forbidden()) sampler::reset_after_fork();
+  if (cfg().wait_sample_ns && !sandbox::running_forbidden()) waits::reset_after_fork();
   begin_image(true);
   snapshot::after_fork_in_child(ctx().start_mono_ns);
 }
@@ -189,7 +194,7 @@ void after_fork_in_child() {
 // The key's value is the thread's alternate stack if we gave it one, else
 // a non-null marker (a destructor runs only for a non-null value).
 void on_thread_end(void* v) {
-  if (v != reinterpret_cast<void*>(1)) signals::release_altstack(v);
+  if (v != reinterpret_cast<void*>(1) && !sandbox::running_forbidden()) signals::release_altstack(v);
   if (g_threads.fetch_sub(1) == 1 && g_main_exited.load()) stop("the last thread's exit");
 }
 
@@ -250,12 +255,13 @@ void exec_failed(char* const envp[], char* const* env) {
   if (g_state.load() == kInert || vfork_child()) return;
   sigmask::after_failed_exec();
   // The last exec under way to fail resumes the image, once.
-  if (g_execs.fetch_sub(1) != 1 || g_state.load() != kDone || g_gave_up.load()) return;
+  if (g_execs.fetch_sub(1) != 1 || g_state.load() != kDone || g_gave_up.load() || sandbox::stop_forbidden())
+    return;
   // Same image, still running: profile on, and its final stop writes again.
   begin_image(false);
   if (cfg().heap_sample) heap::set_active(true);
-  if (cfg().cpu_hz) sampler::resume();
-  if (cfg().wait_sample_ns) waits::resume();
+  if (cfg().cpu_hz && !sandbox::running_forbidden()) sampler::resume();
+  if (cfg().wait_sample_ns && !sandbox::running_forbidden()) waits::resume();
   g_state.store(kRunning);
   snapshot::resume();
 }
@@ -266,6 +272,26 @@ void main_thread_exiting() {
   // and the stop is idempotent, so neither order of the two is lost.
   g_main_exited.store(true);
   if (g_threads.load() == 0) stop("pthread_exit from main");
+}
+
+void sandboxed(const char* why, bool stop) {
+  if (g_state.load() != kRunning || vfork_child()) return;
+  char line[320];
+  if (stop) {
+    // Done, as far as every stop path is concerned: each finds the stop
+    // claimed and over, and lets the program end as it would have.
+    int running = kRunning;
+    if (!g_state.compare_exchange_strong(running, kStopping)) return;
+    // A snapshot under way finishes while its calls are still allowed.
+    snapshot::halt(sys::now_ns(CLOCK_MONOTONIC) + 2000000000ull);
+    mark_done();
+    snprintf(line, sizeof line, "%s, which the stop needs: this process writes no profile", why);
+  } else {
+    snprintf(line, sizeof line, "%s, which sampling needs: CPU and waits are profiled up to here", why);
+  }
+  if (cfg().cpu_hz) sampler::stop();
+  if (cfg().wait_sample_ns) waits::stop();
+  errline::line(line);
 }
 
 void thread_creating() {
@@ -285,7 +311,8 @@ void thread_create_failed() { g_threads.fetch_sub(1); }
 void thread_ending() { fatal_thread_ending(); }
 
 void thread_started(uint64_t creator_view, void* start_fn) {
-  void* alt = signals::ensure_altstack();
+  // Under a filter that forbids the shim's per-thread calls, none are made.
+  void* alt = sandbox::running_forbidden() ? nullptr : signals::ensure_altstack();
   pthread_setspecific(g_thread_key, alt ? alt : reinterpret_cast<void*>(1));
   sigmask::thread_begin(creator_view);
   sampler::thread_begin(start_fn);

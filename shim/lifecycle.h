@@ -73,4 +73,10 @@ void thread_create_failed();
 void thread_ending();
 void thread_started(uint64_t creator_view, void* start_fn);
 
+// A seccomp filter the program is about to put in force kills a call the
+// shim makes while the program runs (stop=false: sampling and the wait
+// profile end now) or at the stop (stop=true: no stop, no snapshot). Says
+// so on stderr (why: what it forbids). Called before the filter is in.
+void sandboxed(const char* why, bool stop);
+
 }  // namespace lifecycle

@@ -1,0 +1,42 @@
+// sandbox: what a seccomp filter the program installs leaves of the shim.
+//
+// A filter is in force for the rest of the process's life (and its
+// children's, and across exec); a system call of the shim's that the filter
+// kills kills the program (SIGSYS, or SIGKILL), where without the shim the
+// program lives. The kernel does not let a process read a filter back, but
+// the program hands it over through prctl(PR_SET_SECCOMP) or the seccomp
+// system call (interposed, hooks_sandbox.cc): there, before it is in force,
+// the shim runs it (seccomp_bpf.h) on every call it would make later, and
+// gives up what the filter would kill while everything is still allowed:
+//  - the calls made while the program runs (CPU timers, alternate stacks,
+//    thread names, clocks): sampling and the wait profile end here; what
+//    was recorded before stays for the stop;
+//  - the calls of the stop (files, the stop's thread, /proc): no stop at
+//    all, and no snapshot; the line says so now, when it still can.
+// A call the filter makes fail (SECCOMP_RET_ERRNO) is left to fail: the
+// shim handles a failed call as it handles any other.
+//
+// Not seen: a filter in force before the program started (systemd's
+// SystemCallFilter=, a container runtime's): it must allow what the shim
+// needs (docs/DESIGN.md lists the calls); a filter installed with a raw
+// system call instruction (Go's runtime, a static binary).
+#pragma once
+
+namespace sandbox {
+
+// Called with the arguments of a filter's installation, before it is
+// passed on (mode: SECCOMP_SET_MODE_* for the seccomp call, or the
+// prctl's SECCOMP_MODE_*; prog: its struct sock_fprog*). Acts on what the
+// filter forbids, once per process for each kind.
+void before_seccomp_call(unsigned op, const void* prog);
+void before_prctl_seccomp(unsigned long mode, const void* prog);
+
+// Whether a filter in force forbids what the stop needs (then nothing is
+// written) or what sampling needs (then nothing is armed).
+bool stop_forbidden();
+bool running_forbidden();
+// Whether it forbids the shim's one-shot timers: they are then taken as
+// failed to start, which the shim copes with (a stop without its watchdog).
+bool timers_forbidden();
+
+}  // namespace sandbox

@@ -1,0 +1,115 @@
+// seccomp_bpf: see seccomp_bpf.h. Written here rather than taken from a
+// library: libseccomp builds filters but has no evaluator, and the kernel's
+// own cannot be called from user space; this is the small subset the kernel
+// accepts for seccomp, read from its filter checker.
+#include "seccomp_bpf.h"
+
+#include <string.h>
+
+namespace seccomp_bpf {
+
+namespace {
+constexpr uint32_t kDataLen = sizeof(struct seccomp_data);
+
+bool load_word(const struct seccomp_data& d, uint32_t off, uint32_t* out) {
+  if (off % 4 || off + 4 > kDataLen) return false;
+  memcpy(out, reinterpret_cast<const char*>(&d) + off, 4);  // host order, as the kernel loads it
+  return true;
+}
+
+uint32_t alu(uint16_t op, uint32_t a, uint32_t v, bool* bad) {
+  switch (op) {
+    case BPF_ADD: return a + v;
+    case BPF_SUB: return a - v;
+    case BPF_MUL: return a * v;
+    case BPF_DIV: return v ? a / v : (*bad = true, 0);
+    case BPF_MOD: return v ? a % v : (*bad = true, 0);
+    case BPF_OR: return a | v;
+    case BPF_AND: return a & v;
+    case BPF_XOR: return a ^ v;
+    case BPF_LSH: return v < 32 ? a << v : 0;
+    case BPF_RSH: return v < 32 ? a >> v : 0;
+    case BPF_NEG: return 0u - a;
+  }
+  *bad = true;
+  return 0;
+}
+}  // namespace
+
+uint32_t run(const struct sock_filter* prog, unsigned len, const struct seccomp_data& data) {
+  uint32_t A = 0, X = 0, M[BPF_MEMWORDS] = {};
+  // Jumps only go forward (unsigned offsets), so this ends within len steps.
+  for (unsigned pc = 0; pc < len; ++pc) {
+    const struct sock_filter& f = prog[pc];
+    const uint32_t k = f.k;
+    switch (f.code) {
+      case BPF_LD | BPF_W | BPF_ABS:
+        if (!load_word(data, k, &A)) return kInvalid;
+        break;
+      case BPF_LD | BPF_W | BPF_LEN: A = kDataLen; break;
+      case BPF_LDX | BPF_W | BPF_LEN: X = kDataLen; break;
+      case BPF_LD | BPF_IMM: A = k; break;
+      case BPF_LDX | BPF_IMM: X = k; break;
+      case BPF_LD | BPF_MEM:
+        if (k >= BPF_MEMWORDS) return kInvalid;
+        A = M[k];
+        break;
+      case BPF_LDX | BPF_MEM:
+        if (k >= BPF_MEMWORDS) return kInvalid;
+        X = M[k];
+        break;
+      case BPF_ST:
+        if (k >= BPF_MEMWORDS) return kInvalid;
+        M[k] = A;
+        break;
+      case BPF_STX:
+        if (k >= BPF_MEMWORDS) return kInvalid;
+        M[k] = X;
+        break;
+      case BPF_MISC | BPF_TAX: X = A; break;
+      case BPF_MISC | BPF_TXA: A = X; break;
+      case BPF_RET | BPF_K: return k;
+      case BPF_RET | BPF_A: return A;
+      case BPF_JMP | BPF_JA:
+        if (k >= len - pc - 1) return kInvalid;
+        pc += k;
+        break;
+      default:
+        if (BPF_CLASS(f.code) == BPF_ALU) {
+          bool bad = false;
+          A = alu(BPF_OP(f.code), A, BPF_SRC(f.code) == BPF_X ? X : k, &bad);
+          // Division by a zero X ends a classic filter with 0: KILL_THREAD.
+          if (bad) return BPF_OP(f.code) == BPF_DIV || BPF_OP(f.code) == BPF_MOD ? 0 : kInvalid;
+        } else if (BPF_CLASS(f.code) == BPF_JMP) {
+          const uint32_t v = BPF_SRC(f.code) == BPF_X ? X : k;
+          bool taken;
+          switch (BPF_OP(f.code)) {
+            case BPF_JEQ: taken = A == v; break;
+            case BPF_JGT: taken = A > v; break;
+            case BPF_JGE: taken = A >= v; break;
+            case BPF_JSET: taken = (A & v) != 0; break;
+            default: return kInvalid;
+          }
+          const unsigned off = taken ? f.jt : f.jf;
+          if (off >= len - pc - 1) return kInvalid;
+          pc += off;
+        } else {
+          return kInvalid;
+        }
+    }
+  }
+  return kInvalid;  // fell off the end: the kernel refuses such a filter
+}
+
+Outcome outcome(uint32_t ret) {
+  if (ret == kInvalid) return Outcome::kKills;
+  switch (ret & SECCOMP_RET_ACTION_FULL) {
+    case SECCOMP_RET_ALLOW:
+    case SECCOMP_RET_LOG: return Outcome::kRuns;
+    case SECCOMP_RET_ERRNO:
+    case SECCOMP_RET_TRACE: return Outcome::kFails;
+    default: return Outcome::kKills;
+  }
+}
+
+}  // namespace seccomp_bpf

@@ -1,0 +1,77 @@
+"""A program that puts a seccomp filter in force: the shim never makes a
+call the filter kills, and the program lives and dies as without the shim.
+
+seccomp_filter burns CPU in before_filter(), installs a filter that kills
+(or traps, or fails with EPERM) one system call, then runs 4 threads and
+exits or raises SIGTERM. Without the shim each of these runs exits 0 (or
+dies of SIGTERM). The shim made those calls after the filter was in -- a
+CPU timer in every new thread (timer_create), its files at the stop
+(openat, rename...) -- and the program died of SIGSYS: 159 where plain
+exits 0. It now runs the filter on its own calls when the program hands it
+over, and gives up what the filter would kill, saying so.
+"""
+
+import re
+import signal
+
+from common import Skip, check
+from st_helpers import pprofs, prof_env, run
+
+SYS = {"timer_create": 222, "openat": 257, "rename": 82, "ptrace": 101}
+ALL = ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"]
+
+
+def _pair(ctx, name, action="kill", how="prctl", end="exit"):
+    argv = ["seccomp_filter", str(SYS[name]), action, how, end]
+    plain = run(ctx, argv, env=ctx.env(preload=False))
+    if plain.status.is_exit(2) and b"seccomp" in plain.err:
+        raise Skip("this kernel refuses seccomp filters: %s" % plain.err.decode().strip())
+    want = "filtered %d, started 4 threads\n" % SYS[name]
+    ok = plain.status.is_signal(signal.SIGTERM) if end == "term" else plain.status.is_exit(0)
+    check(ok and plain.stdout_text == want, "%s without the shim:\n%s" % (" ".join(argv), plain.describe()))
+    d = ctx.mkdtemp("prof")
+    r = run(ctx, argv, env=prof_env(ctx, d))
+    check(r.status.key() == plain.status.key() and r.out == plain.out,
+          "%s: under the shim %s, without it %s\n%s" % (" ".join(argv), r.status, plain.status, r.describe()))
+    return r, d
+
+
+def _top(ctx, path):
+    return ctx.pprof.top(path, nodecount=40)
+
+
+def test_a_filter_that_kills_the_timers_ends_sampling_not_the_program(ctx):
+    for how in ("prctl", "syscall"):
+        r, d = _pair(ctx, "timer_create", how=how)
+        check(pprofs(d) == ALL, "%s: PROFILE_DIR holds %s\n%s" % (how, pprofs(d), r.describe()))
+        check(re.search(r"seccomp filter forbids timer_create, which sampling needs", r.err.decode()),
+              "%s: no line says why sampling ended\n%s" % (how, r.describe()))
+        top = _top(ctx, "%s/run.cpu.pprof" % d)
+        check("before_filter" in top and "after_filter" not in top,
+              "%s: the CPU before the filter should be in the profile, none after:\n%s" % (how, top))
+
+
+def test_a_filter_that_kills_the_stops_calls_means_no_files_and_a_line(ctx):
+    for name in ("openat", "rename"):
+        for end in ("exit", "term"):
+            r, d = _pair(ctx, name, end=end)
+            check(pprofs(d) == [], "%s %s: PROFILE_DIR holds %s\n%s" % (name, end, pprofs(d), r.describe()))
+            check(re.search(r"seccomp filter forbids %s, which the stop needs: this process writes no profile"
+                            % name, r.err.decode()), "%s %s: no line says why\n%s" % (name, end, r.describe()))
+
+
+def test_a_trap_is_a_kill_and_an_errno_is_a_failure(ctx):
+    r, d = _pair(ctx, "timer_create", action="trap")
+    check(pprofs(d) == ALL, "trap: PROFILE_DIR holds %s\n%s" % (pprofs(d), r.describe()))
+    # A call that fails is the shim's to cope with: the threads go
+    # unsampled, the stop writes as usual.
+    r, d = _pair(ctx, "openat", action="errno")
+    check("forbids" not in r.err.decode(), "errno: a failing call is not a forbidden one\n%s" % r.describe())
+
+
+def test_a_filter_on_calls_the_shim_never_makes_changes_nothing(ctx):
+    r, d = _pair(ctx, "ptrace")
+    check(pprofs(d) == ALL and "forbids" not in r.err.decode(),
+          "PROFILE_DIR holds %s\n%s" % (pprofs(d), r.describe()))
+    top = _top(ctx, "%s/run.cpu.pprof" % d)
+    check("before_filter" in top and "after_filter" in top, "both phases should be sampled:\n%s" % top)

@@ -1,0 +1,71 @@
+/* seccomp_filter KILLED ACTION HOW END: burns CPU in before_filter(), puts
+ * in force a seccomp filter that answers system call KILLED (a number) with
+ * ACTION (kill: SECCOMP_RET_KILL_PROCESS, trap: SECCOMP_RET_TRAP, errno:
+ * EPERM) through HOW (prctl, or syscall: libseccomp's way), then starts 4
+ * threads that burn CPU in after_filter() and joins them. END: exit (return
+ * from main) or term (raise SIGTERM). Prints what it did, so a run under the
+ * shim can be compared with a plain one. */
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static volatile double sink;
+
+__attribute__((noinline)) static void burn(long n) {
+  double x = 0;
+  for (long i = 0; i < n; i++) x += (double)i * 0.5;
+  sink += x;
+}
+
+__attribute__((noinline)) static void before_filter(void) { burn(60000000); }
+__attribute__((noinline)) static void* after_filter(void* arg) {
+  (void)arg;
+  burn(30000000);
+  return NULL;
+}
+
+int main(int argc, char** argv) {
+  if (argc != 5) {
+    fprintf(stderr, "usage: seccomp_filter NR kill|trap|errno prctl|syscall exit|term\n");
+    return 2;
+  }
+  int nr = atoi(argv[1]);
+  unsigned action = strcmp(argv[2], "kill") == 0   ? SECCOMP_RET_KILL_PROCESS
+                    : strcmp(argv[2], "trap") == 0 ? SECCOMP_RET_TRAP
+                                                   : SECCOMP_RET_ERRNO | EPERM;
+  before_filter();
+  struct sock_filter f[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)nr, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, action),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  struct sock_fprog prog = {sizeof f / sizeof f[0], f};
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+    perror("no_new_privs");
+    return 2;
+  }
+  int rc = strcmp(argv[3], "syscall") == 0 ? (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog)
+                                           : prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+  if (rc != 0) {
+    perror("seccomp");
+    return 2;
+  }
+  pthread_t t[4];
+  int started = 0;
+  for (int i = 0; i < 4; i++) started += pthread_create(&t[i], NULL, after_filter, NULL) == 0;
+  for (int i = 0; i < started; i++) pthread_join(t[i], NULL);
+  printf("filtered %d, started %d threads\n", nr, started);
+  fflush(stdout);
+  if (strcmp(argv[4], "term") == 0) raise(SIGTERM);
+  return 0;
+}
