@@ -50,9 +50,12 @@ $(BUILD)/.deps-ok: scripts/install-deps
 	@scripts/install-deps
 	@mkdir -p $(BUILD) && touch $@
 
-$(BUILD)/shim/%.o: shim/%.cc $(wildcard shim/*.h) | $(BUILD)/.deps-ok
+# Each object depends on the headers it includes, as the compiler found
+# them (-MMD; -MP: a header since removed does not stop the build).
+$(BUILD)/shim/%.o: shim/%.cc | $(BUILD)/.deps-ok
 	@mkdir -p $(dir $@)
-	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -MMD -MP -c $< -o $@
+-include $(SHIM_OBJS:.o=.d)
 
 # Debian's archive with its code moved into one named section, so the shim
 # knows the allocator's address range exactly (__start_/__stop_profshim_alloc)
@@ -82,9 +85,11 @@ $(BUILD)/jemalloc_pic.a: $(LIBDIR)/libjemalloc_pic.a Makefile | $(BUILD)/.deps-o
 	ar d $@.tmp jemalloc_cpp.pic.o
 	mv -f $@.tmp $@
 
-# On a fresh machine the archives come with install-deps.
-$(LIBDIR)/libjemalloc_pic.a $(LIBIBERTY):
-	@scripts/install-deps
+# On a fresh machine the archives come with install-deps, run once, as
+# $(BUILD)/.deps-ok's recipe: a recipe here would run it a second time, at
+# once under -j, and lose the race for apt's lock.
+$(LIBDIR)/libjemalloc_pic.a $(LIBIBERTY): | $(BUILD)/.deps-ok
+	@test -f $@ || { echo "# profshim: error: $@ is missing after scripts/install-deps" >&2; exit 1; }
 
 $(LIB): $(SHIM_OBJS) shim/exports.map $(BUILD)/jemalloc_pic.a $(LIBIBERTY) Makefile scripts/check-exports
 	$(CXX) $(CXXFLAGS) $(SHIM_LDFLAGS) -o $@.tmp $(SHIM_OBJS) $(SHIM_LDLIBS)
@@ -108,9 +113,10 @@ UNIT_BINS := $(patsubst tests/unit/%.cc,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
 CORE_OBJS := $(addprefix $(BUILD)/shim/,atomic_file.o config.o exp_log.o gzip.o heap_dump.o identity.o pb.o pprof.o \
                go_unwind.o procmaps.o real.o seccomp_bpf.o summary.o sys.o unload.o unnamed.o) $(filter $(BUILD)/shim/symbolize%,$(SHIM_OBJS))
 
-$(BUILD)/tests/unit/%: tests/unit/%.cc $(CORE_OBJS) $(wildcard tests/unit/*.h) $(wildcard tests/fixtures/*.h) | $(BUILD)/.deps-ok
+$(BUILD)/tests/unit/%: tests/unit/%.cc $(CORE_OBJS) | $(BUILD)/.deps-ok
 	@mkdir -p $(dir $@)
-	$(CXX) $(CPPFLAGS) -Itests/unit $(CXXFLAGS) -o $@ $< $(CORE_OBJS) $(LIBIBERTY) -lz -ldl -lpthread
+	$(CXX) $(CPPFLAGS) -Itests/unit $(CXXFLAGS) -MMD -MP -o $@ $< $(CORE_OBJS) $(LIBIBERTY) -lz -ldl -lpthread
+-include $(UNIT_BINS:=.d)
 
 WORKLOAD_SRCS := $(wildcard tests/workloads/*.c tests/workloads/*.cc)
 WORKLOAD_BINS := $(patsubst tests/workloads/%,$(BUILD)/workloads/%,$(basename $(WORKLOAD_SRCS)))
@@ -151,6 +157,12 @@ $(BUILD)/workloads/uses_zlib: tests/workloads/uses_zlib.c | $(BUILD)/.deps-ok
 
 test: $(LIB) $(OPTIONS) $(UNIT_BINS) $(WORKLOAD_BINS)
 	@python3 tests/run.py --build $(BUILD)
+
+unit: $(UNIT_BINS)
+	@python3 tests/run.py --build $(BUILD) --only unit
+
+integration: $(LIB) $(OPTIONS) $(WORKLOAD_BINS)
+	@python3 tests/run.py --build $(BUILD) --only integration
 
 demo: $(LIB) $(BUILD)/workloads/demo
 	@scripts/demo $(BUILD)

@@ -245,6 +245,7 @@ def main():
     ap.add_argument("--build", default=os.path.join(REPO, "build"))
     ap.add_argument("-k", dest="filter", default="", help="run only tests whose name contains this")
     ap.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT, help="hard limit per test (s)")
+    ap.add_argument("--only", choices=("unit", "integration"), help="run only the unit or the integration tests")
     ap.add_argument("--keep", action="store_true", help="keep the temp dirs")
     ap.add_argument("--list", action="store_true", help="list the integration tests and exit")
     ap.add_argument("--child", help=argparse.SUPPRESS)
@@ -288,8 +289,10 @@ def main():
         tally.bad("harness.go_tool_pprof", "go not found (`go` on PATH or /usr/lib/go/bin/go): "
                   "install golang-go; every profile check needs `go tool pprof`")
     try:
-        run_units(args.build, args.filter, args.timeout, tally, tmp)
-        run_integration(args.build, args.filter, args.timeout, tally, tmp)
+        if args.only != "integration":
+            run_units(args.build, args.filter, args.timeout, tally, tmp)
+        if args.only != "unit":
+            run_integration(args.build, args.filter, args.timeout, tally, tmp)
     finally:
         cleanup_mounts(tmp)
         if args.keep:
