@@ -30,7 +30,7 @@ SHIM_OBJS := $(patsubst shim/%.cc,$(BUILD)/shim/%.o,$(SHIM_SRCS))
 # --wrap=_Unwind_Find_FDE: the shim's walks end where a frame has no unwind
 # information, before that copy of the unwinder reads code at a wild address
 # (shim/stackwalk_guard.h).
-SHIM_LDFLAGS := -shared -Wl,--version-script=shim/exports.map -Wl,--wrap=_Unwind_Find_FDE \
+SHIM_LDFLAGS := -shared -Wl,--version-script=$(BUILD)/exports.map -Wl,--wrap=_Unwind_Find_FDE \
                 -Wl,-z,nodelete -Wl,-z,now -Wl,--no-undefined \
                 -static-libstdc++ -static-libgcc -Wl,--as-needed
 # libiberty: its Rust demangler (rust-demangle.o and the character table it
@@ -91,7 +91,13 @@ $(BUILD)/jemalloc_pic.a: $(LIBDIR)/libjemalloc_pic.a Makefile | $(BUILD)/.deps-o
 $(LIBDIR)/libjemalloc_pic.a $(LIBIBERTY): | $(BUILD)/.deps-ok
 	@test -f $@ || { echo "# profshim: error: $@ is missing after scripts/install-deps" >&2; exit 1; }
 
-$(LIB): $(SHIM_OBJS) shim/exports.map $(BUILD)/jemalloc_pic.a $(LIBIBERTY) Makefile scripts/check-exports
+# The version script is made from the one list of exported names, which
+# scripts/check-exports also holds the library to.
+$(BUILD)/exports.map: shim/exports.list
+	@mkdir -p $(dir $@)
+	{ echo '{'; echo '  global:'; sed 's/.*/    &;/' $<; echo '  local: *;'; echo '};'; } >$@.tmp && mv -f $@.tmp $@
+
+$(LIB): $(SHIM_OBJS) $(BUILD)/exports.map $(BUILD)/jemalloc_pic.a $(LIBIBERTY) Makefile scripts/check-exports
 	$(CXX) $(CXXFLAGS) $(SHIM_LDFLAGS) -o $@.tmp $(SHIM_OBJS) $(SHIM_LDLIBS)
 	@scripts/check-exports $@.tmp
 	@mv -f $@.tmp $@  # a process loading the shim never sees a half-written file
