@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "image.h"
 #include "sys.h"
 
 extern char** environ;
@@ -87,7 +88,8 @@ bool heap_profiled() {
   if (!environ && !read_proc_environ()) return false;  // nothing to go by: as if not loaded
   config::Config c;
   std::string err = config::parse(env_get, &c);
-  return err.empty() && c.active && c.heap_sample != 0;
+  // An image exec'd under a seccomp filter stays inert (setup.cc): glibc's.
+  return err.empty() && c.active && c.heap_sample != 0 && !image::marker_sandboxed(env_get("PROFSHIM_IMAGE"));
 }
 
 template <typename F>

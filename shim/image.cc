@@ -53,11 +53,14 @@ unsigned long long session() {
 
 // ROOTPID is negative when no image of this session may be the root any
 // more (no pid matches it).
+std::atomic<bool> g_sandboxed{false};
+
 std::string value(int gen, bool may_be_root = true) {
   char b[160];
   int root = g_root_pid.load();
   if (!may_be_root && root > 0) root = -root;
-  snprintf(b, sizeof b, "%d:%d:%d:%016llx:%lld:%d", root, g_pid.load(), gen, session(), g_start_s, g_root_sid);
+  snprintf(b, sizeof b, "%d:%d:%d:%016llx:%lld:%d%s", root, g_pid.load(), gen, session(), g_start_s, g_root_sid,
+           g_sandboxed.load() ? ":s" : "");
   return b;
 }
 
@@ -162,6 +165,16 @@ void setup(const config::Config* cfg, pid_t me) {
   }
   g_claimed_base[0] = 0;
   setenv(kImageVar, value(g_gen.load()).c_str(), 1);
+}
+
+void mark_sandboxed() { g_sandboxed.store(true); }
+
+bool marker_sandboxed(const char* v) {
+  // The seventh field; a marker without it (six fields) is not.
+  int colons = 0;
+  for (const char* p = v; p && *p; ++p)
+    if (*p == ':' && ++colons == 6) return strcmp(p + 1, "s") == 0;
+  return false;
 }
 
 void after_fork(pid_t me) {

@@ -53,6 +53,13 @@ bool written_this_session(const std::string& path);
 // final_stem to read: session, pid, own stem, CPU to its stop, executable.
 std::string marker();
 
+// A seccomp filter forbids the shim some of its calls (sandbox.h): the
+// images this one execs carry it in their marker and stay inert, since the
+// filter is theirs too and the shim there cannot see it.
+void mark_sandboxed();
+// Whether a marker value (PROFSHIM_IMAGE's) says so; before setup.
+bool marker_sandboxed(const char* value);
+
 // Whether an exec with this environment starts a profiled image.
 bool env_profiles(char* const envp[]);
 // The environment for an exec: a copy of envp (one malloc'd block, freed

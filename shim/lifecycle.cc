@@ -234,13 +234,16 @@ char* const* before_exec(char* const envp[]) {
   int state = g_state.load();
   if (state == kInert || vfork_child()) return envp;
   g_execs.fetch_add(1);
-  bool successor = image::env_profiles(envp);
+  // Under a seccomp filter the exec'd image stays inert (its marker says
+  // so, image.h): this one is the last, and writes NAME.* if the root.
+  const bool sandboxed = sandbox::stop_forbidden() || sandbox::running_forbidden();
+  bool successor = image::env_profiles(envp) && !sandboxed;
   // The root's image before an exec is not its final one when what it execs
   // profiles too: that one writes NAME.*, this one NAME.PROG.PID.*.
   const std::string pre_exec = image::stem(false);
   normal_stop("exec", image::root() && successor ? &pre_exec : nullptr);
   sigmask::before_exec();
-  if (!successor) return envp;
+  if (!successor && !sandboxed) return envp;
   // Another path (exit on another thread, a signal) stopped this image first,
   // as the root's final one, under NAME: the image this exec starts must not
   // write NAME.* over it, so it is not the root.

@@ -18,6 +18,7 @@
 
 #include <atomic>
 
+#include "image.h"
 #include "lifecycle.h"
 #include "seccomp_bpf.h"
 #include "sys.h"
@@ -172,6 +173,7 @@ void before_filter(const void* prog) {
   const Probe* stop = g_stop_forbidden.load() ? nullptr : first_killed(*f, kStop);
   if (!g_timers_forbidden.load() && first_killed(*f, kTimer)) g_timers_forbidden.store(true);
   if (!run && !stop) return;
+  image::mark_sandboxed();
   char why[160];
   if (run) {
     g_run_forbidden.store(true);
@@ -189,6 +191,7 @@ void strict_mode() {
   if (!lifecycle::profiling()) return;
   // Only read, write, exit and sigreturn are left: nothing of the shim's.
   g_timers_forbidden.store(true);
+  image::mark_sandboxed();
   const bool run = !g_run_forbidden.exchange(true), stop = !g_stop_forbidden.exchange(true);
   if (run) lifecycle::sandboxed("the program entered seccomp's strict mode", false);
   if (stop) lifecycle::sandboxed("the program entered seccomp's strict mode", true);

@@ -27,6 +27,8 @@ def _pair(ctx, name, action="kill", how="prctl", end="exit"):
     if plain.status.is_exit(2) and b"seccomp" in plain.err:
         raise Skip("this kernel refuses seccomp filters: %s" % plain.err.decode().strip())
     want = "filtered %d, started 4 threads\n" % SYS[name]
+    if end == "exec":
+        want += "exec'd image started 4 threads\n"
     ok = plain.status.is_signal(signal.SIGTERM) if end == "term" else plain.status.is_exit(0)
     check(ok and plain.stdout_text == want, "%s without the shim:\n%s" % (" ".join(argv), plain.describe()))
     d = ctx.mkdtemp("prof")
@@ -75,3 +77,15 @@ def test_a_filter_on_calls_the_shim_never_makes_changes_nothing(ctx):
           "PROFILE_DIR holds %s\n%s" % (pprofs(d), r.describe()))
     top = _top(ctx, "%s/run.cpu.pprof" % d)
     check("before_filter" in top and "after_filter" in top, "both phases should be sampled:\n%s" % top)
+
+
+def test_an_image_execd_under_the_filter_stays_inert(ctx):
+    """The exec'd image inherits the filter but cannot see it: the image
+    before the exec, which saw it go in, tells it through its marker, and
+    is the last to write (NAME.*). The exec'd image was killed at its
+    first thread's timer (SIGSYS)."""
+    r, d = _pair(ctx, "timer_create", end="exec")
+    check(pprofs(d) == ALL and len(r.wrote_lines()) == 1,
+          "want the image before the exec's files alone: PROFILE_DIR holds %s\n%s" % (pprofs(d), r.describe()))
+    r, d = _pair(ctx, "rename", end="exec")
+    check(pprofs(d) == [], "PROFILE_DIR holds %s\n%s" % (pprofs(d), r.describe()))

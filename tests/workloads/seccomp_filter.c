@@ -3,8 +3,10 @@
  * ACTION (kill: SECCOMP_RET_KILL_PROCESS, trap: SECCOMP_RET_TRAP, errno:
  * EPERM) through HOW (prctl, or syscall: libseccomp's way), then starts 4
  * threads that burn CPU in after_filter() and joins them. END: exit (return
- * from main) or term (raise SIGTERM). Prints what it did, so a run under the
- * shim can be compared with a plain one. */
+ * from main), term (raise SIGTERM), or exec (execs itself as
+ * "seccomp_filter child", which starts 4 threads under the filter it
+ * inherits). Prints what it did, so a run under the shim can be compared
+ * with a plain one. */
 #include <errno.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -33,7 +35,17 @@ __attribute__((noinline)) static void* after_filter(void* arg) {
   return NULL;
 }
 
+static int child(void) {
+  pthread_t t[4];
+  int started = 0;
+  for (int i = 0; i < 4; i++) started += pthread_create(&t[i], NULL, after_filter, NULL) == 0;
+  for (int i = 0; i < started; i++) pthread_join(t[i], NULL);
+  printf("exec'd image started %d threads\n", started);
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc == 2 && strcmp(argv[1], "child") == 0) return child();
   if (argc != 5) {
     fprintf(stderr, "usage: seccomp_filter NR kill|trap|errno prctl|syscall exit|term\n");
     return 2;
@@ -67,5 +79,10 @@ int main(int argc, char** argv) {
   printf("filtered %d, started %d threads\n", nr, started);
   fflush(stdout);
   if (strcmp(argv[4], "term") == 0) raise(SIGTERM);
+  if (strcmp(argv[4], "exec") == 0) {
+    execl("/proc/self/exe", argv[0], "child", (char*)NULL);
+    perror("exec");
+    return 3;
+  }
   return 0;
 }
