@@ -168,7 +168,10 @@ Slot* arm(pid_t tid, uint64_t start_fn, bool own_exit) {
     g.timer_failures.fetch_add(1);
     return nullptr;
   }
-  clockid_t clock = thread_clock(tid);
+  // The calling thread's own clock by its generic name: a sandbox policy
+  // (Chromium's) may let a thread read CLOCK_THREAD_CPUTIME_ID and trap any
+  // clock named by a thread id, its own included.
+  clockid_t clock = tid == pid_t(sys::gettid()) ? CLOCK_THREAD_CPUTIME_ID : thread_clock(tid);
   uint64_t first = 1 + xorshift(sys::now_ns(CLOCK_MONOTONIC) ^ uint64_t(tid) * 0x9e37) % g.period_ns;
   s->serial = g.serials.fetch_add(1, std::memory_order_relaxed) + 1;
   s->delivered = 0, s->last = 0, s->start_fn = start_fn, s->own_exit = own_exit;

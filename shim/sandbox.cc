@@ -55,13 +55,19 @@ constexpr uint64_t kRw = PROT_READ | PROT_WRITE;
 constexpr uint64_t kCreate = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
 constexpr uint64_t kAtCwd = uint64_t(int64_t(AT_FDCWD));
 
-// pid and tid are filled in at the evaluation (tgkill's target).
-constexpr uint64_t kPid = ~0ull - 1, kTid = ~0ull - 2;
+// Filled in at the evaluation: pid and tid (tgkill's target), and this
+// thread's CPU clock as the sampler names a thread's (sampler.cc's
+// thread_clock: a negative clockid, which Chromium's policy traps where it
+// lets CLOCK_THREAD_CPUTIME_ID through).
+// A policy may let a thread read its own clock by number and no other's:
+// the probes name another thread's too (kOtherClock).
+constexpr uint64_t kPid = ~0ull - 1, kTid = ~0ull - 2, kClock = ~0ull - 3, kOtherClock = ~0ull - 4;
 
 #define P(nm, need, ...) {#nm, SYS_##nm, need, {__VA_ARGS__}}
 const Probe kProbes[] = {
     // While the program runs.
-    P(timer_create, kRun, uint64_t(CLOCK_THREAD_CPUTIME_ID)),
+    P(timer_create, kRun, kClock),
+    P(timer_create, kRun, kOtherClock),
     P(timer_settime, kRun, 0, 0),
     P(timer_delete, kRun, 0),
     P(timer_getoverrun, kRun, 0),
@@ -73,6 +79,8 @@ const Probe kProbes[] = {
     P(rt_sigprocmask, kRun | kStop, SIG_UNBLOCK),
     P(rt_sigreturn, kRun),
     P(prctl, kRun, PR_GET_NAME),
+    P(clock_gettime, kRun | kStop, kClock),
+    P(clock_gettime, kRun | kStop, kOtherClock),
     P(clock_gettime, kRun | kStop, CLOCK_THREAD_CPUTIME_ID),
     P(clock_gettime, kRun | kStop, CLOCK_PROCESS_CPUTIME_ID),
     P(clock_gettime, kRun | kStop, CLOCK_MONOTONIC),
@@ -150,12 +158,16 @@ std::atomic<bool> g_stop_forbidden{false}, g_run_forbidden{false}, g_timers_forb
 // The first probe of a need the filter kills, or null.
 const Probe* first_killed(const struct sock_fprog& f, uint8_t need) {
   const uint64_t pid = uint64_t(getpid()), tid = uint64_t(sys::gettid());
+  // An int argument: its low half.
+  const uint64_t clock = uint32_t((~uint32_t(tid) << 3) | 6), other = uint32_t((~uint32_t(tid + 1) << 3) | 6);
   for (const Probe& p : kProbes) {
     if (!(p.need & need)) continue;
     struct seccomp_data d = {};
     d.nr = int(p.nr);
     d.arch = kArch;
-    for (int i = 0; i < 4; ++i) d.args[i] = p.a[i] == kPid ? pid : p.a[i] == kTid ? tid : p.a[i];
+    for (int i = 0; i < 4; ++i)
+      d.args[i] = p.a[i] == kPid ? pid : p.a[i] == kTid ? tid : p.a[i] == kClock ? clock
+                                                               : p.a[i] == kOtherClock ? other : p.a[i];
     if (seccomp_bpf::outcome(seccomp_bpf::run(f.filter, f.len, d)) == seccomp_bpf::Outcome::kKills) return &p;
   }
   return nullptr;
