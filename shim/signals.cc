@@ -47,9 +47,6 @@ struct State {
   int snapshot_sig;
   bool managed[NSIG];  // SIG_DFL is served by our handler
   std::atomic<uint8_t> bits[NSIG];
-  // glibc's _sigintr: the signals siginterrupt() made interrupting, which
-  // glibc's signal() installs without SA_RESTART.
-  std::atomic<uint64_t> sigintr;
   // A program's routed handler (route_through_us), as it asked for it;
   // read in the handler through the sequence number.
   struct sigaction oneshot[NSIG];
@@ -352,91 +349,6 @@ int on_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
   return 0;
 }
 
-sighandler_t on_bsd_signal(int sig, sighandler_t handler) {
-  if (!g.active) return real::signal()(sig, handler);
-  if (handler == SIG_ERR || !in_range(sig)) {
-    errno = EINVAL;
-    return SIG_ERR;
-  }
-  // As glibc's signal(): the signal itself blocked in its handler, and
-  // SA_RESTART unless siginterrupt() said otherwise.
-  struct sigaction sa, old;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = handler;
-  sigemptyset(&sa.sa_mask);
-  sigaddset(&sa.sa_mask, sig);
-  sa.sa_flags = (g.sigintr.load(std::memory_order_relaxed) >> (sig - 1)) & 1 ? 0 : SA_RESTART;
-  if (on_sigaction(sig, &sa, &old) != 0) return SIG_ERR;
-  return old.sa_handler;
-}
-
-sighandler_t on_sysv_signal(int sig, sighandler_t handler) {
-  if (!g.active) return real::sysv_signal()(sig, handler);
-  if (handler == SIG_ERR || !in_range(sig)) {
-    errno = EINVAL;
-    return SIG_ERR;
-  }
-  // As glibc's sysv_signal(): one-shot, not masked, interrupting.
-  struct sigaction sa, old;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = handler;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = int((SA_RESETHAND | SA_NODEFER | 0x20000000 /* SA_INTERRUPT */) & ~SA_RESTART);
-  if (on_sigaction(sig, &sa, &old) != 0) return SIG_ERR;
-  return old.sa_handler;
-}
-
-sighandler_t on_sigset(int sig, sighandler_t disp) {
-  if (!g.active) return real::sigset()(sig, disp);
-  // As glibc's sigset(), through the interposed sigaction and sigprocmask so
-  // that both views stay the program's.
-  sigset_t set, oset;
-  sigemptyset(&set);
-  if (sigaddset(&set, sig) < 0) return SIG_ERR;
-  struct sigaction act, oact;
-  if (disp == SIG_HOLD) {
-    if (sigprocmask(SIG_BLOCK, &set, &oset) < 0) return SIG_ERR;
-    if (sigismember(&oset, sig)) return SIG_HOLD;
-    if (on_sigaction(sig, nullptr, &oact) < 0) return SIG_ERR;
-    return oact.sa_handler;
-  }
-  memset(&act, 0, sizeof act);
-  act.sa_handler = disp;
-  sigemptyset(&act.sa_mask);
-  if (on_sigaction(sig, &act, &oact) < 0) return SIG_ERR;
-  if (sigprocmask(SIG_UNBLOCK, &set, &oset) < 0) return SIG_ERR;
-  return sigismember(&oset, sig) ? SIG_HOLD : oact.sa_handler;
-}
-
-int on_siginterrupt(int sig, int interrupt) {
-  if (g.active && in_range(sig) && sig <= 64) {
-    uint64_t bit = uint64_t(1) << (sig - 1);
-    if (interrupt)
-      g.sigintr.fetch_or(bit, std::memory_order_relaxed);
-    else
-      g.sigintr.fetch_and(~bit, std::memory_order_relaxed);
-  }
-  // glibc's own reads the kernel's action (ours, where ours stands in) and
-  // writes it back with SA_RESTART changed: the view keeps the flag.
-  if (g.active && sig == own_signal::number()) {
-    struct sigaction v;
-    if (own_signal::on_sigaction(nullptr, &v) != 0) return -1;
-    if (interrupt)
-      v.sa_flags &= ~SA_RESTART;
-    else
-      v.sa_flags |= SA_RESTART;
-    return own_signal::on_sigaction(&v, nullptr);
-  }
-  return real::siginterrupt()(sig, interrupt);
-}
-
-int on_sigignore(int sig) {
-  if (!g.active) return real::sigignore()(sig);
-  struct sigaction act;
-  memset(&act, 0, sizeof act);
-  act.sa_handler = SIG_IGN;
-  sigemptyset(&act.sa_mask);
-  return on_sigaction(sig, &act, nullptr);
-}
+bool active() { return g.active; }
 
 }  // namespace signals

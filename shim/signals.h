@@ -30,7 +30,12 @@ namespace signals {
 // ignored).
 bool install(int snapshot_sig);
 
-// The interposed calls' bodies (each passes straight through when inert).
+// Whether install() has run: the interposed calls pass straight through
+// until then.
+bool active();
+
+// The interposed calls' bodies (each passes straight through when inert;
+// the ones glibc builds on its own sigaction in signals_glibc.cc).
 int on_sigaction(int sig, const struct sigaction* act, struct sigaction* old);
 sighandler_t on_bsd_signal(int sig, sighandler_t handler);   // signal, bsd_signal, ssignal
 sighandler_t on_sysv_signal(int sig, sighandler_t handler);  // sysv_signal, __sysv_signal
