@@ -70,5 +70,8 @@ void altstack_on_return(void* ucontext);
 int on_sigaltstack(const stack_t* ss, stack_t* old);
 // sigaltstack without the program's view, for the shim's own calls.
 int raw_sigaltstack(const stack_t* ss, stack_t* old);
+// Whether an alternate stack starting at ss_sp is the one the shim gave
+// this thread. Signal-safe.
+bool is_shim_altstack(const void* ss_sp);
 
 }  // namespace signals
