@@ -88,11 +88,15 @@ bool kept_fault(int sig) {
 // Ours runs before the program's handler: for a one-shot one on a managed
 // signal (the kernel's reset would leave no handler of ours for the default:
 // node's exit handlers re-raise the signal from one, and the process died
-// with no profile), and for any on a kept fault signal (its delivery must
+// with no profile), for any on a kept fault signal (its delivery must
 // heed the view: sent while blocked it stays pending; a fault while blocked
-// gets the default action, as the kernel forces it).
+// gets the default action, as the kernel forces it), and for an
+// SA_ONSTACK one on any signal (onstack_routed: run on the stack it would
+// run on without the shim's alternate stack).
 bool route_through_us(int sig, const struct sigaction* act) {
-  if (!g.managed[sig] || sig == g.snapshot_sig || act->sa_handler == SIG_IGN) return false;
+  if (act->sa_handler == SIG_IGN || act->sa_handler == SIG_DFL) return false;
+  if (onstack_routed(act)) return true;
+  if (!g.managed[sig] || sig == g.snapshot_sig) return false;
   return (act->sa_flags & SA_RESETHAND) || kept_fault(sig);
 }
 
@@ -184,7 +188,9 @@ int install_oneshot(int sig, const struct sigaction* prog, struct sigaction* old
   memcpy(&sa, prog, sizeof sa);
   sa.sa_sigaction = profshim_program_handler;
   sa.sa_flags = (prog->sa_flags & ~(SA_RESTORER | SA_RESETHAND)) | SA_SIGINFO;
-  if (sigmask::ours()) mask_ours(&sa.sa_mask, prog->sa_flags & SA_ONSTACK);  // as for any handler (on_sigaction)
+  // As for any handler (on_sigaction); onstack_move lifts it again where
+  // the handler moves to the thread's own stack.
+  if (sigmask::ours()) mask_ours(&sa.sa_mask, prog->sa_flags & SA_ONSTACK);
   sigset_t all, was;
   sigfillset(&all);
   sigmask::unfiltered(SIG_SETMASK, &all, &was);
@@ -201,12 +207,18 @@ bool synchronous_fault(int sig, const siginfo_t* si) {
          (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGTRAP || sig == SIGSYS);
 }
 
-// What a routed handler's delivery runs: the program's handler (returned,
-// for handler_jump.cc to jump to), or nothing. In the section of the calls
-// that hold nothing (hooks_signal.cc): a program's handler that re-raises its
-// signal from here is stopped for.
-extern "C" __attribute__((section("profshim_sigcall"), noinline)) void* profshim_route_handler(int sig, siginfo_t* si,
-                                                                                               void* uc) {
+// What a routed handler's delivery runs: the program's handler, and how
+// far its frame moved (onstack_move), for handler_jump.cc to jump to with
+// the stack pointer and the frame's pointers moved as far; or nothing.
+// In the section of the calls that hold nothing (hooks_signal.cc): a
+// program's handler that re-raises its signal from here is stopped for.
+struct Routed {
+  void* handler;
+  long delta;
+};
+extern "C" __attribute__((section("profshim_sigcall"), noinline)) Routed profshim_route_handler(int sig, siginfo_t* si,
+                                                                                                void* uc,
+                                                                                                unsigned long frame) {
   int saved = errno;  // the program's handler sees the interrupted code's
   struct sigaction prog, k, dfl;
   read_oneshot(sig, &prog);
@@ -215,23 +227,33 @@ extern "C" __attribute__((section("profshim_sigcall"), noinline)) void* profshim
   // action (the kernel resets the handler and kills), after the stop.
   if (kept_fault(sig) && sigmask::view_blocks(sig)) {
     fatal(sig, si, uc);
-    return nullptr;
+    return {nullptr, 0};
   }
   // The kernel's reset: the handler goes, the flags (as they are now:
   // siginterrupt may have changed them) and mask stay. Not if another
-  // thread has just installed something else.
+  // thread has just installed something else. Ours stands in for SIG_DFL
+  // where it is the shim's to serve.
   if ((prog.sa_flags & SA_RESETHAND) && real::sigaction()(sig, nullptr, &k) == 0 && is_oneshot(k)) {
     memcpy(&dfl, &prog, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
     dfl.sa_flags = (k.sa_flags & ~(SA_SIGINFO | SA_RESTORER)) | (prog.sa_flags & SA_SIGINFO) | SA_RESETHAND;
-    g.bits[sig].store(bits_for(&dfl, true), std::memory_order_relaxed);
-    install_ours(sig, &dfl, nullptr);
+    g.bits[sig].store(bits_for(&dfl, g.managed[sig]), std::memory_order_relaxed);
+    if (g.managed[sig]) {
+      install_ours(sig, &dfl, nullptr);
+    } else {
+      if (int ours = sigmask::ours()) sigdelset(&dfl.sa_mask, ours);
+      real::sigaction()(sig, &dfl, nullptr);
+    }
   }
   // Always the three arguments: the kernel passes them to any handler (a
   // one-argument one may read them from the registers all the same).
+  if (prog.sa_handler == SIG_DFL || prog.sa_handler == SIG_IGN) {
+    errno = saved;
+    return {nullptr, 0};
+  }
+  long delta = onstack_move(prog, uc, frame);
   errno = saved;
-  if (prog.sa_handler == SIG_DFL || prog.sa_handler == SIG_IGN) return nullptr;
-  return reinterpret_cast<void*>(prog.sa_sigaction);
+  return {reinterpret_cast<void*>(prog.sa_sigaction), delta};
 }
 
 namespace {
@@ -333,7 +355,8 @@ int on_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
     // The kernel's sa_mask: never ours -- except for a handler that runs on
     // the program's alternate stack, which is the program's to size (8 KiB
     // is common): there the shim's signal waits until the handler returns
-    // rather than land on top of it.
+    // rather than land on top of it. (Here, Go's: others with SA_ONSTACK
+    // are routed.)
     bool onstack = (act->sa_flags & SA_ONSTACK) && act->sa_handler != SIG_DFL && act->sa_handler != SIG_IGN;
     if (bool(after & kMaskOurs) != onstack) {
       struct sigaction copy = *act;

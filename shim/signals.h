@@ -74,4 +74,18 @@ int raw_sigaltstack(const stack_t* ss, stack_t* old);
 // this thread. Signal-safe.
 bool is_shim_altstack(const void* ss_sp);
 
+// A program's handler installed with SA_ONSTACK (signals_onstack.cc): the
+// kernel runs it on the shim's alternate stack where, without the shim, it
+// would have run on the thread's own; such handlers are routed through
+// ours (profshim_route_handler), which moves the frame back there.
+// Whether act's handler is routed for that: a handler of a C program's.
+bool onstack_routed(const struct sigaction* act);
+// At a routed handler's delivery (signal context): the kernel's frame,
+// from frame (the entry stack pointer) to the alternate stack's top,
+// copied where the kernel would have put it without the shim, if it lies
+// on the shim's alternate stack and the interrupted code ran on the
+// thread's own. Returns how far it moved (0: it stays); uc is the
+// original's.
+long onstack_move(const struct sigaction& prog, void* uc, unsigned long frame);
+
 }  // namespace signals
