@@ -1,6 +1,7 @@
 // go_runtime: Go's exit caught, goroutine stacks found; see go_runtime.h.
 #include "go_runtime.h"
 
+#include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
 #include <link.h>
@@ -88,21 +89,25 @@ uint64_t g_timeout_ms;
 const unsigned char kExit[] = {0x8b, 0x7c, 0x24, 0x08, 0xb8, 0xe7, 0x00, 0x00, 0x00, 0x0f, 0x05, 0xc3, 0xcc, 0xcc, 0xcc, 0xcc};
 constexpr size_t kKept = 4;  // the status load stays
 
-int has_go_note(struct dl_phdr_info* info, size_t, void* out) {
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-    if (ph.p_type != PT_NOTE) continue;
-    const char* p = reinterpret_cast<const char*>(info->dlpi_addr + ph.p_vaddr);
-    const char* end = p + ph.p_memsz;
+// Whether an object's notes (its program headers ph, loaded at bias) name
+// Go: Go writes its name "Go\0\0", with that size.
+bool go_notes(const ElfW(Phdr)* ph, int n, ElfW(Addr) bias) {
+  for (int i = 0; i < n; ++i) {
+    if (ph[i].p_type != PT_NOTE) continue;
+    const char* p = reinterpret_cast<const char*>(bias + ph[i].p_vaddr);
+    const char* end = p + ph[i].p_memsz;
     while (p + sizeof(ElfW(Nhdr)) <= end) {
-      const auto* n = reinterpret_cast<const ElfW(Nhdr)*>(p);
-      const char* name = p + sizeof *n;
-      // Go writes its name "Go\0\0", with that size.
-      if ((n->n_namesz == 3 || n->n_namesz == 4) && name + 3 <= end && memcmp(name, "Go", 3) == 0)
-        *static_cast<bool*>(out) = true;
-      p = name + ((n->n_namesz + 3) & ~3u) + ((n->n_descsz + 3) & ~3u);
+      const auto* nh = reinterpret_cast<const ElfW(Nhdr)*>(p);
+      const char* name = p + sizeof *nh;
+      if ((nh->n_namesz == 3 || nh->n_namesz == 4) && name + 3 <= end && memcmp(name, "Go", 3) == 0) return true;
+      p = name + ((nh->n_namesz + 3) & ~3u) + ((nh->n_descsz + 3) & ~3u);
     }
   }
+  return false;
+}
+
+int has_go_note(struct dl_phdr_info* info, size_t, void* out) {
+  if (go_notes(info->dlpi_phdr, info->dlpi_phnum, info->dlpi_addr)) *static_cast<bool*>(out) = true;
   return 1;  // the main executable is the first object listed
 }
 
@@ -238,6 +243,33 @@ bool detect() {
 }
 
 bool is_go() { return g_go; }
+
+bool in_go_object(const void* pc) {
+  // _dl_find_object takes no lock (dl_iterate_phdr takes the loader's).
+  // Its object's ELF header and program headers open its first mapping, as
+  // every linker lays one out, Go's too: read within that first page; a
+  // note only where a loaded segment covers it (between segments, the
+  // loader leaves holes that fault).
+  struct dl_find_object fo;
+  if (_dl_find_object(const_cast<void*>(pc), &fo) != 0 || !fo.dlfo_link_map) return false;
+  const uintptr_t lo = uintptr_t(fo.dlfo_map_start), hi = uintptr_t(fo.dlfo_map_end);
+  constexpr uintptr_t kPage = 4096;
+  const auto* eh = static_cast<const ElfW(Ehdr)*>(fo.dlfo_map_start);
+  if (hi - lo < kPage || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_phentsize != sizeof(ElfW(Phdr)) ||
+      eh->e_phoff + uintptr_t(eh->e_phnum) * sizeof(ElfW(Phdr)) > kPage)
+    return false;
+  const auto* ph = reinterpret_cast<const ElfW(Phdr)*>(lo + eh->e_phoff);
+  const int n = eh->e_phnum;
+  for (int i = 0; i < n; ++i) {
+    if (ph[i].p_type != PT_NOTE) continue;
+    bool loaded = false;
+    for (int j = 0; j < n && !loaded; ++j)
+      loaded = ph[j].p_type == PT_LOAD && ph[i].p_vaddr >= ph[j].p_vaddr &&
+               ph[i].p_vaddr + ph[i].p_memsz <= ph[j].p_vaddr + ph[j].p_filesz;
+    if (!loaded) return false;
+  }
+  return go_notes(ph, n, fo.dlfo_link_map->l_addr);
+}
 
 bool setup(uint64_t stop_timeout_ms, const char** why) {
   g_go = true;

@@ -27,6 +27,9 @@ bool detect();
 bool setup(uint64_t stop_timeout_ms, const char** why);
 // Whether this is a Go program (detect() said so at setup).
 bool is_go();
+// Whether pc lies in an object that carries Go's build note: a Go library
+// (c-shared) in a program that is not Go's. Signal-safe.
+bool in_go_object(const void* pc);
 // The goroutine this thread runs now (its g, from Go's TLS slot), or its
 // scheduler's; 0 if it never ran Go code or the slot is unknown.
 // Signal-safe.

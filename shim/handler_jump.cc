@@ -4,12 +4,25 @@
 // the program's handler runs as the kernel would have called it: a
 // backtrace() from it finds the signal frame right above it, with no frame
 // of the shim's between (glibc's execinfo, a crash reporter's unwind).
+//
+// Where the route moved the kernel's frame (signals_onstack.cc: an
+// SA_ONSTACK handler off the shim's alternate stack, back to the thread's
+// own), the stack pointer and the frame's two pointers (siginfo, ucontext)
+// move by as much: the handler's return then reaches sa_restorer at the
+// moved frame's base, and rt_sigreturn reads the context there (the kernel
+// takes the frame just below the stack pointer it finds).
 #include <signal.h>
 
-extern "C" void* profshim_route_handler(int sig, siginfo_t* si, void* uc);
+struct Routed {
+  void* handler;  // rax
+  long delta;     // rdx
+};
+extern "C" Routed profshim_route_handler(int sig, siginfo_t* si, void* uc, unsigned long frame);
 
 // In the section of the calls that hold nothing (stackwalk.cc): a signal
 // that lands while this runs finds no lock of the shim's held.
+// The entry's CFA stays rsp + 8 throughout: after the move, rsp is the
+// moved frame's base, whose first word is the same return address.
 #if defined(__x86_64__)
 __asm__(R"(
   .pushsection profshim_sigcall,"ax",@progbits
@@ -24,7 +37,9 @@ profshim_program_handler:
   .cfi_adjust_cfa_offset 8
   pushq %rdx
   .cfi_adjust_cfa_offset 8
+  leaq 24(%rsp), %rcx
   call profshim_route_handler
+  movq %rdx, %rcx
   popq %rdx
   .cfi_adjust_cfa_offset -8
   popq %rsi
@@ -33,6 +48,9 @@ profshim_program_handler:
   .cfi_adjust_cfa_offset -8
   testq %rax, %rax
   jz 1f
+  addq %rcx, %rsp
+  addq %rcx, %rsi
+  addq %rcx, %rdx
   jmp *%rax
 1:
   ret
@@ -41,5 +59,11 @@ profshim_program_handler:
   .popsection
 )");
 #else
+// A port passes the entry stack pointer as the fourth argument and applies
+// the returned distance to sp and the two frame pointers before branching
+// (arm64: x3; x1, x2; the return address is in x30, not in the frame, and
+// the frame's absolute pointer to fix is extra_context's datap). Until
+// then, onstack_routed routes nothing for the move and onstack_move
+// returns 0.
 #error "profshim_program_handler: only x86_64 is supported"
 #endif

@@ -47,9 +47,6 @@ struct State {
   int snapshot_sig;
   bool managed[NSIG];  // SIG_DFL is served by our handler
   std::atomic<uint8_t> bits[NSIG];
-  // glibc's _sigintr: the signals siginterrupt() made interrupting, which
-  // glibc's signal() installs without SA_RESTART.
-  std::atomic<uint64_t> sigintr;
   // A program's routed handler (route_through_us), as it asked for it;
   // read in the handler through the sequence number.
   struct sigaction oneshot[NSIG];
@@ -91,11 +88,15 @@ bool kept_fault(int sig) {
 // Ours runs before the program's handler: for a one-shot one on a managed
 // signal (the kernel's reset would leave no handler of ours for the default:
 // node's exit handlers re-raise the signal from one, and the process died
-// with no profile), and for any on a kept fault signal (its delivery must
+// with no profile), for any on a kept fault signal (its delivery must
 // heed the view: sent while blocked it stays pending; a fault while blocked
-// gets the default action, as the kernel forces it).
+// gets the default action, as the kernel forces it), and for an
+// SA_ONSTACK one on any signal (onstack_routed: run on the stack it would
+// run on without the shim's alternate stack).
 bool route_through_us(int sig, const struct sigaction* act) {
-  if (!g.managed[sig] || sig == g.snapshot_sig || act->sa_handler == SIG_IGN) return false;
+  if (act->sa_handler == SIG_IGN || act->sa_handler == SIG_DFL) return false;
+  if (onstack_routed(act)) return true;
+  if (!g.managed[sig] || sig == g.snapshot_sig) return false;
   return (act->sa_flags & SA_RESETHAND) || kept_fault(sig);
 }
 
@@ -187,7 +188,9 @@ int install_oneshot(int sig, const struct sigaction* prog, struct sigaction* old
   memcpy(&sa, prog, sizeof sa);
   sa.sa_sigaction = profshim_program_handler;
   sa.sa_flags = (prog->sa_flags & ~(SA_RESTORER | SA_RESETHAND)) | SA_SIGINFO;
-  if (sigmask::ours()) mask_ours(&sa.sa_mask, prog->sa_flags & SA_ONSTACK);  // as for any handler (on_sigaction)
+  // As for any handler (on_sigaction); onstack_move lifts it again where
+  // the handler moves to the thread's own stack.
+  if (sigmask::ours()) mask_ours(&sa.sa_mask, prog->sa_flags & SA_ONSTACK);
   sigset_t all, was;
   sigfillset(&all);
   sigmask::unfiltered(SIG_SETMASK, &all, &was);
@@ -204,12 +207,18 @@ bool synchronous_fault(int sig, const siginfo_t* si) {
          (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGTRAP || sig == SIGSYS);
 }
 
-// What a routed handler's delivery runs: the program's handler (returned,
-// for handler_jump.cc to jump to), or nothing. In the section of the calls
-// that hold nothing (hooks_signal.cc): a program's handler that re-raises its
-// signal from here is stopped for.
-extern "C" __attribute__((section("profshim_sigcall"), noinline)) void* profshim_route_handler(int sig, siginfo_t* si,
-                                                                                               void* uc) {
+// What a routed handler's delivery runs: the program's handler, and how
+// far its frame moved (onstack_move), for handler_jump.cc to jump to with
+// the stack pointer and the frame's pointers moved as far; or nothing.
+// In the section of the calls that hold nothing (hooks_signal.cc): a
+// program's handler that re-raises its signal from here is stopped for.
+struct Routed {
+  void* handler;
+  long delta;
+};
+extern "C" __attribute__((section("profshim_sigcall"), noinline)) Routed profshim_route_handler(int sig, siginfo_t* si,
+                                                                                                void* uc,
+                                                                                                unsigned long frame) {
   int saved = errno;  // the program's handler sees the interrupted code's
   struct sigaction prog, k, dfl;
   read_oneshot(sig, &prog);
@@ -218,23 +227,33 @@ extern "C" __attribute__((section("profshim_sigcall"), noinline)) void* profshim
   // action (the kernel resets the handler and kills), after the stop.
   if (kept_fault(sig) && sigmask::view_blocks(sig)) {
     fatal(sig, si, uc);
-    return nullptr;
+    return {nullptr, 0};
   }
   // The kernel's reset: the handler goes, the flags (as they are now:
   // siginterrupt may have changed them) and mask stay. Not if another
-  // thread has just installed something else.
+  // thread has just installed something else. Ours stands in for SIG_DFL
+  // where it is the shim's to serve.
   if ((prog.sa_flags & SA_RESETHAND) && real::sigaction()(sig, nullptr, &k) == 0 && is_oneshot(k)) {
     memcpy(&dfl, &prog, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
     dfl.sa_flags = (k.sa_flags & ~(SA_SIGINFO | SA_RESTORER)) | (prog.sa_flags & SA_SIGINFO) | SA_RESETHAND;
-    g.bits[sig].store(bits_for(&dfl, true), std::memory_order_relaxed);
-    install_ours(sig, &dfl, nullptr);
+    g.bits[sig].store(bits_for(&dfl, g.managed[sig]), std::memory_order_relaxed);
+    if (g.managed[sig]) {
+      install_ours(sig, &dfl, nullptr);
+    } else {
+      if (int ours = sigmask::ours()) sigdelset(&dfl.sa_mask, ours);
+      real::sigaction()(sig, &dfl, nullptr);
+    }
   }
   // Always the three arguments: the kernel passes them to any handler (a
   // one-argument one may read them from the registers all the same).
+  if (prog.sa_handler == SIG_DFL || prog.sa_handler == SIG_IGN) {
+    errno = saved;
+    return {nullptr, 0};
+  }
+  long delta = onstack_move(prog, uc, frame);
   errno = saved;
-  if (prog.sa_handler == SIG_DFL || prog.sa_handler == SIG_IGN) return nullptr;
-  return reinterpret_cast<void*>(prog.sa_sigaction);
+  return {reinterpret_cast<void*>(prog.sa_sigaction), delta};
 }
 
 namespace {
@@ -336,7 +355,8 @@ int on_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
     // The kernel's sa_mask: never ours -- except for a handler that runs on
     // the program's alternate stack, which is the program's to size (8 KiB
     // is common): there the shim's signal waits until the handler returns
-    // rather than land on top of it.
+    // rather than land on top of it. (Here, Go's: others with SA_ONSTACK
+    // are routed.)
     bool onstack = (act->sa_flags & SA_ONSTACK) && act->sa_handler != SIG_DFL && act->sa_handler != SIG_IGN;
     if (bool(after & kMaskOurs) != onstack) {
       struct sigaction copy = *act;
@@ -352,91 +372,6 @@ int on_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
   return 0;
 }
 
-sighandler_t on_bsd_signal(int sig, sighandler_t handler) {
-  if (!g.active) return real::signal()(sig, handler);
-  if (handler == SIG_ERR || !in_range(sig)) {
-    errno = EINVAL;
-    return SIG_ERR;
-  }
-  // As glibc's signal(): the signal itself blocked in its handler, and
-  // SA_RESTART unless siginterrupt() said otherwise.
-  struct sigaction sa, old;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = handler;
-  sigemptyset(&sa.sa_mask);
-  sigaddset(&sa.sa_mask, sig);
-  sa.sa_flags = (g.sigintr.load(std::memory_order_relaxed) >> (sig - 1)) & 1 ? 0 : SA_RESTART;
-  if (on_sigaction(sig, &sa, &old) != 0) return SIG_ERR;
-  return old.sa_handler;
-}
-
-sighandler_t on_sysv_signal(int sig, sighandler_t handler) {
-  if (!g.active) return real::sysv_signal()(sig, handler);
-  if (handler == SIG_ERR || !in_range(sig)) {
-    errno = EINVAL;
-    return SIG_ERR;
-  }
-  // As glibc's sysv_signal(): one-shot, not masked, interrupting.
-  struct sigaction sa, old;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = handler;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = int((SA_RESETHAND | SA_NODEFER | 0x20000000 /* SA_INTERRUPT */) & ~SA_RESTART);
-  if (on_sigaction(sig, &sa, &old) != 0) return SIG_ERR;
-  return old.sa_handler;
-}
-
-sighandler_t on_sigset(int sig, sighandler_t disp) {
-  if (!g.active) return real::sigset()(sig, disp);
-  // As glibc's sigset(), through the interposed sigaction and sigprocmask so
-  // that both views stay the program's.
-  sigset_t set, oset;
-  sigemptyset(&set);
-  if (sigaddset(&set, sig) < 0) return SIG_ERR;
-  struct sigaction act, oact;
-  if (disp == SIG_HOLD) {
-    if (sigprocmask(SIG_BLOCK, &set, &oset) < 0) return SIG_ERR;
-    if (sigismember(&oset, sig)) return SIG_HOLD;
-    if (on_sigaction(sig, nullptr, &oact) < 0) return SIG_ERR;
-    return oact.sa_handler;
-  }
-  memset(&act, 0, sizeof act);
-  act.sa_handler = disp;
-  sigemptyset(&act.sa_mask);
-  if (on_sigaction(sig, &act, &oact) < 0) return SIG_ERR;
-  if (sigprocmask(SIG_UNBLOCK, &set, &oset) < 0) return SIG_ERR;
-  return sigismember(&oset, sig) ? SIG_HOLD : oact.sa_handler;
-}
-
-int on_siginterrupt(int sig, int interrupt) {
-  if (g.active && in_range(sig) && sig <= 64) {
-    uint64_t bit = uint64_t(1) << (sig - 1);
-    if (interrupt)
-      g.sigintr.fetch_or(bit, std::memory_order_relaxed);
-    else
-      g.sigintr.fetch_and(~bit, std::memory_order_relaxed);
-  }
-  // glibc's own reads the kernel's action (ours, where ours stands in) and
-  // writes it back with SA_RESTART changed: the view keeps the flag.
-  if (g.active && sig == own_signal::number()) {
-    struct sigaction v;
-    if (own_signal::on_sigaction(nullptr, &v) != 0) return -1;
-    if (interrupt)
-      v.sa_flags &= ~SA_RESTART;
-    else
-      v.sa_flags |= SA_RESTART;
-    return own_signal::on_sigaction(&v, nullptr);
-  }
-  return real::siginterrupt()(sig, interrupt);
-}
-
-int on_sigignore(int sig) {
-  if (!g.active) return real::sigignore()(sig);
-  struct sigaction act;
-  memset(&act, 0, sizeof act);
-  act.sa_handler = SIG_IGN;
-  sigemptyset(&act.sa_mask);
-  return on_sigaction(sig, &act, nullptr);
-}
+bool active() { return g.active; }
 
 }  // namespace signals

@@ -30,7 +30,12 @@ namespace signals {
 // ignored).
 bool install(int snapshot_sig);
 
-// The interposed calls' bodies (each passes straight through when inert).
+// Whether install() has run: the interposed calls pass straight through
+// until then.
+bool active();
+
+// The interposed calls' bodies (each passes straight through when inert;
+// the ones glibc builds on its own sigaction in signals_glibc.cc).
 int on_sigaction(int sig, const struct sigaction* act, struct sigaction* old);
 sighandler_t on_bsd_signal(int sig, sighandler_t handler);   // signal, bsd_signal, ssignal
 sighandler_t on_sysv_signal(int sig, sighandler_t handler);  // sysv_signal, __sysv_signal
@@ -65,5 +70,22 @@ void altstack_on_return(void* ucontext);
 int on_sigaltstack(const stack_t* ss, stack_t* old);
 // sigaltstack without the program's view, for the shim's own calls.
 int raw_sigaltstack(const stack_t* ss, stack_t* old);
+// Whether an alternate stack starting at ss_sp is the one the shim gave
+// this thread. Signal-safe.
+bool is_shim_altstack(const void* ss_sp);
+
+// A program's handler installed with SA_ONSTACK (signals_onstack.cc): the
+// kernel runs it on the shim's alternate stack where, without the shim, it
+// would have run on the thread's own; such handlers are routed through
+// ours (profshim_route_handler), which moves the frame back there.
+// Whether act's handler is routed for that: a handler of a C program's.
+bool onstack_routed(const struct sigaction* act);
+// At a routed handler's delivery (signal context): the kernel's frame,
+// from frame (the entry stack pointer) to the alternate stack's top,
+// copied where the kernel would have put it without the shim, if it lies
+// on the shim's alternate stack and the interrupted code ran on the
+// thread's own. Returns how far it moved (0: it stays); uc is the
+// original's.
+long onstack_move(const struct sigaction& prog, void* uc, unsigned long frame);
 
 }  // namespace signals

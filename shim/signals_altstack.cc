@@ -17,6 +17,8 @@ namespace {
 __thread void* t_shim_alt;
 }  // namespace
 
+bool is_shim_altstack(const void* ss_sp) { return ss_sp && ss_sp == t_shim_alt; }
+
 int raw_sigaltstack(const stack_t* ss, stack_t* old) { return int(syscall(SYS_sigaltstack, ss, old)); }
 
 // Enough for the fatal handler until it moves to a stack of its own

@@ -337,6 +337,11 @@ void unwind_there(void* w) { walk(static_cast<Walk*>(w)); }
 
 bool thread_stack_noted() { return t_stack_hi != 0; }
 
+bool thread_stack(uintptr_t* lo, uintptr_t* hi) {
+  *lo = t_stack_lo, *hi = t_stack_hi;
+  return t_stack_hi != 0;
+}
+
 int from_signal(void* uc, uint64_t* frames, int max, bool* cut) {
   Walk w = {frames, max, 0, false, false, 0, 0};
   bool walked = !cramped(uc);

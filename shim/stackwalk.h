@@ -45,6 +45,9 @@ void note_new_thread_stack(const ThreadStack& stack);
 // Whether note_thread_stack() ran on this thread (it did not on a thread
 // that ran before the shim loaded). Signal-safe.
 bool thread_stack_noted();
+// The calling thread's stack as noted, [*lo, *hi); false if not noted.
+// Signal-safe.
+bool thread_stack(uintptr_t* lo, uintptr_t* hi);
 
 // Whether a handler that received this context has too little stack left
 // to unwind, or runs on a stack whose bounds the shim does not know. The

@@ -10,17 +10,22 @@ plain run of the same program.
   the shim a siglongjmp handler ran and the process exited 0.
 - A one-shot handler's backtrace() finds the faulting frame right above the
   signal frame: a frame of libprofshim.so stood between them.
+
+An SA_ONSTACK handler on a thread where the program set no alternate stack
+runs on the thread's own stack, as without the shim, not on the shim's
+64 KiB one (tests/workloads/onstack_handlers.c).
 """
 
+import os
 import re
 import signal
 
-from common import check, indent
+from common import check, func_matches, indent
 from st_helpers import prof_env, pprofs, run
 
 
-def _both(ctx, mode):
-    argv = ["fault_masks", mode]
+def _both(ctx, mode, program="fault_masks"):
+    argv = [program, mode]
     plain = run(ctx, argv, env=ctx.env(preload=False))
     d = ctx.mkdtemp("prof")
     r = run(ctx, argv, env=prof_env(ctx, d))
@@ -29,6 +34,7 @@ def _both(ctx, mode):
               mode, r.status, indent(r.stdout_text), plain.status, indent(plain.stdout_text), r.describe()))
     check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"] and len(r.summary_lines()) == 1,
           "%s: PROFILE_DIR holds %s\n%s" % (mode, pprofs(d), r.describe()))
+    r.prof_dir = d
     return plain, r
 
 
@@ -78,3 +84,37 @@ def test_an_alternate_stack_set_inside_a_handler(ctx):
     for vars in ({}, {"PROFILE_DIR": ctx.mkdtemp("prof")}):
         r = ctx.run(["altstack_in_handler"], **vars)
         check(r.rc == 0 and r.out == plain.out, "%s:\n%s" % ("profiled" if vars else "inert", r.describe()))
+
+
+def test_onstack_handlers_with_big_frames_run_on_the_threads_stack(ctx):
+    """Handlers installed with SA_ONSTACK (SIGUSR1 raised 320 times, a
+    SIGSEGV left by siglongjmp 20 times, on main and on a second thread, both
+    computing meanwhile) with a 256 KiB frame, no sigaltstack called: the
+    kernel ran them on the shim's 64 KiB alternate stack, their frames ran
+    over what lay below it, and the process died of SIGSEGV (plain: exit 0).
+    Each handler sees SS_DISABLE and its frame inside its thread's stack, and
+    CPU samples land in them, walked through the moved signal frame to the
+    code the signal interrupted."""
+    plain, r = _both(ctx, "big", "onstack_handlers")
+    for who in ("main", "thread"):
+        check("%s: handled 320, sum 10695475200, SS_DISABLE in 320, inside its stack 320," % who
+              in plain.stdout_text, "plain: %s" % plain.stdout_text)
+    prof = ctx.pprof.read(os.path.join(r.prof_dir, "run.cpu.pprof"))
+    inside = [s for s in prof.samples if s.stack and func_matches(s.stack[0].name, "on_big")
+              and any(func_matches(f.name, "run_big") for f in s.stack)]
+    check(inside, "no CPU sample in on_big walked on to run_big:\n%s" % indent(prof.cum_table("cpu")))
+
+
+def test_onstack_handler_backtrace_shows_the_faulting_frame(ctx):
+    """The moved frame is the signal frame backtrace() reads: the frame after
+    it is the function whose write faulted, as plain."""
+    plain, r = _both(ctx, "trace", "onstack_handlers")
+    check("second frame in fault_here: 1" in plain.stdout_text, "plain: %s" % plain.stdout_text)
+
+
+def test_onstack_handler_with_the_programs_own_alternate_stack(ctx):
+    """Where the program set its own alternate stack, the handler runs on it,
+    as plain."""
+    plain, r = _both(ctx, "own", "onstack_handlers")
+    check("handler on the program's alternate stack: 1, SS_ONSTACK: 1" in plain.stdout_text,
+          "plain: %s" % plain.stdout_text)
