@@ -202,3 +202,14 @@ def test_without_go_ls_works_and_the_others_say_what_to_install(ctx):
     r = profshim(ctx, ["top", os.path.join(d, "nogo.cpu.pprof")], env=dict(env))
     check(os.path.exists(mark) and r.rc != 0, "top should have run the go on PATH (the check's premise):\n%s"
           % r.describe())
+
+
+def test_ls_of_a_missing_directory_says_so(ctx):
+    # DIR/NAME and a DIR that is not there look alike; with no NAME.* files
+    # beside it, the operator meant a directory, and it is missing.
+    base = ctx.mkdtemp("ls")
+    for arg in (os.path.join(base, "no-such-dir"), os.path.join(base, "no", "such", "dir")):
+        r = profshim(ctx, ["ls", arg])
+        errs = r.error_lines()
+        check(r.rc != 0 and len(errs) == 1 and arg in errs[0] and "does not exist" in errs[0] and not r.out,
+              "profshim ls %s: want one line saying the directory does not exist:\n%s" % (arg, r.describe()))

@@ -32,6 +32,9 @@ def _run_installed(ctx, exe, lib):
     r = run_program([exe, "run", "--help"], env, ctx.mkdtemp("cwd"))
     check(r.rc == 0 and "PROFILE_STOP_TIMEOUT" in r.stdout_text and "missing" not in r.stdout_text,
           "installed --help should find the installed option table:\n%s" % r.describe())
+    docs = set(re.findall(r"(\S+/CONFIG\.md)", r.stdout_text))
+    check(docs and all(os.path.isfile(p) for p in docs),
+          "installed --help should point at the installed CONFIG.md: %s\n%s" % (sorted(docs), r.describe()))
 
 
 LAYOUT = ["lib/libprofshim.so", "bin/profshim", "share/profshim/cli/main.py", "share/profshim/cli/pprofile.py",
