@@ -114,10 +114,16 @@ def main(args, out, err):
     for arg in args:
         d, prefix = targets(arg)
         if not os.path.isdir(d):
-            err("%s: no such directory" % d)
+            err("%s: the directory does not exist" % (arg if prefix else d))
             status = 66
             continue
         imgs, _ = images.scan(d, prefix)
+        if not imgs and prefix and not os.path.exists(arg):
+            # Neither a directory nor NAME.* beside it: the operator meant a
+            # directory (DIR/NAME only reads as such when NAME's files exist).
+            err("%s: the directory does not exist (nor are there profiles named %s.* in %s)" % (arg, prefix, d))
+            status = 66
+            continue
         if not imgs:
             err("%s: no profiles%s" % (d, (" named %s.*" % prefix) if prefix else ""))
             status = 66
