@@ -92,9 +92,12 @@ def test_ls_shows_other_kinds_and_snapshots(ctx):
     rows = {n: line for n, _, _, line in ls_rows(out.stdout_text)}
     check(sorted(rows) == sorted(n for n, _, _, _ in before), "other kinds must not add images:\n%s" % indent(
         out.stdout_text))
-    check("heap-peak" in rows["kinds"] and "2 cpu snapshots" in rows["kinds"] and "mem.tsv" in rows["kinds"],
-          "the root's row should show heap-peak, 2 snapshots and mem.tsv:\n%s" % indent(out.stdout_text))
-    check(re.search(r"heap-peak 8\.0 MiB", rows[child]) and "1 cpu snapshot" in rows[child],
+    # A snapshot is written without a word: the row names its files.
+    check("heap-peak" in rows["kinds"] and "2 snapshots (cpu): kinds.1.* to kinds.2.*" in rows["kinds"]
+          and "mem.tsv" in rows["kinds"],
+          "the root's row should show heap-peak, 2 snapshots by their files and mem.tsv:\n%s" % indent(
+              out.stdout_text))
+    check(re.search(r"heap-peak 8\.0 MiB", rows[child]) and "1 snapshot (cpu): %s.3.*" % child in rows[child],
           "the child's heap-peak (8 MiB in use) and its snapshot:\n%s" % indent(out.stdout_text))
     # A CPU snapshot holds the CPU since the one before, the final file the
     # rest: the image's CPU is their sum, and top reads them together.
