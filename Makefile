@@ -181,7 +181,8 @@ clean:
 	rm -rf $(BUILD)
 
 # --- install, uninstall, a Debian package ----------------------------------
-# The installed profshim finds the library at ../lib and its Python parts
+# The installed profshim finds the library at ../lib, the shim's parsers
+# for `profshim check` at ../lib/profshim/options_dump, and its Python parts
 # and option table at ../share/profshim from where it is; the env files
 # name the installed library.
 PREFIX   ?= /usr/local
@@ -191,8 +192,9 @@ CLI_SRCS := $(wildcard cli/*.py)
 DOC_SRCS := $(wildcard docs/*.md)
 
 install: $(LIB) $(OPTIONS)
-	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(SHAREDIR)/cli $(DOCDIR)/docs
+	install -d $(DESTDIR)$(PREFIX)/lib/profshim $(DESTDIR)$(PREFIX)/bin $(SHAREDIR)/cli $(DOCDIR)/docs
 	install -m 0644 $(LIB) $(DESTDIR)$(PREFIX)/lib/libprofshim.so
+	install -m 0755 $(BUILD)/cli/options_dump $(DESTDIR)$(PREFIX)/lib/profshim/options_dump
 	install -m 0755 scripts/profshim $(DESTDIR)$(PREFIX)/bin/profshim
 	install -m 0644 $(CLI_SRCS) $(SHAREDIR)/cli/
 	install -m 0644 $(OPTIONS) $(SHAREDIR)/options.tsv
@@ -204,7 +206,7 @@ install: $(LIB) $(OPTIONS)
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/lib/libprofshim.so $(DESTDIR)$(PREFIX)/bin/profshim
-	rm -rf $(SHAREDIR) $(DOCDIR)
+	rm -rf $(DESTDIR)$(PREFIX)/lib/profshim $(SHAREDIR) $(DOCDIR)
 
 # build/profshim_VERSION_ARCH.deb: `make install PREFIX=/usr` into a staging
 # root, then dpkg-deb (scripts/make-deb says what it depends on and why).

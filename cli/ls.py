@@ -24,7 +24,7 @@ def fmt_value(v, unit):
 def extras(img):
     """What else the image wrote: other kinds with their default total,
     snapshot counts, files that are not profiles."""
-    out = []
+    out, sets = [], {}
     for kind in sorted(img.files):
         fs = img.files[kind]
         f = fs[0]
@@ -35,12 +35,24 @@ def extras(img):
                 out.append("%s %s" % (kind, fmt_value(s.total(t), s.unit(t))))
             else:
                 out.append(kind)
-        snaps = [x for x in fs if x.seq]
-        if snaps:
-            out.append("%d %s snapshot%s" % (len(snaps), kind, "" if len(snaps) == 1 else "s"))
+        for x in fs:
+            if x.seq:
+                sets.setdefault(x.seq, set()).add(kind)
+    if sets:
+        out.append(snapshots(img, sets))
     for p in img.others:
         out.append(os.path.basename(p)[len(img.base) + 1:])
     return ", ".join(out)
+
+
+def snapshots(img, sets):
+    """The snapshot sets on disk as the files to look for: a snapshot is
+    written without a word, and this is where the operator finds it."""
+    seqs = sorted(sets, key=images._seq_number)
+    kinds = sorted(set().union(*sets.values()))
+    span = "%s.%s.*" % (img.base, seqs[0]) if len(seqs) == 1 else "%s.%s.* to %s.%s.*" % (
+        img.base, seqs[0], img.base, seqs[-1])
+    return "%d snapshot%s (%s): %s" % (len(seqs), "" if len(seqs) == 1 else "s", " ".join(kinds), span)
 
 
 def row(img):
@@ -114,10 +126,16 @@ def main(args, out, err):
     for arg in args:
         d, prefix = targets(arg)
         if not os.path.isdir(d):
-            err("%s: no such directory" % d)
+            err("%s: the directory does not exist" % (arg if prefix else d))
             status = 66
             continue
         imgs, _ = images.scan(d, prefix)
+        if not imgs and prefix and not os.path.exists(arg):
+            # Neither a directory nor NAME.* beside it: the operator meant a
+            # directory (DIR/NAME only reads as such when NAME's files exist).
+            err("%s: the directory does not exist (nor are there profiles named %s.* in %s)" % (arg, prefix, d))
+            status = 66
+            continue
         if not imgs:
             err("%s: no profiles%s" % (d, (" named %s.*" % prefix) if prefix else ""))
             status = 66

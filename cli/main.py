@@ -1,4 +1,5 @@
-"""profshim ls | top | diff | report: the commands that read the files
+"""profshim ls | top | diff | report | check: the commands that read the files
+(and check, which reads an environment)
 (scripts/profshim runs programs and hands these to this file)."""
 
 import sys
@@ -29,6 +30,18 @@ What changed from BASE to NEW: two files of one kind, or DIR/NAME twice
 (each kind both have), or two directories (their latest runs' roots). CPU and wait profiles are subtracted with
 `go tool pprof -base` (counts since the start); a heap profile, the
 state at one moment, with `-diff_base`.""",
+    "check": """usage: profshim check [--env-file FILE | --unit NAME] [-- COMMAND]
+
+What the shim would do with an environment: this command's (default), an
+EnvironmentFile as systemd reads it, or a unit's (`systemctl show -p
+Environment,EnvironmentFiles NAME`, its files read here). Says whether
+LD_PRELOAD names the shim; inert (no PROFILE_DIR), active, or refused (the
+setup error the shim would stop the program with, exit 78); each PROFILE_*
+variable's value as the shim's own parsers read it, or its error; and each
+PROFILE_* name that is not the shim's, with the one it resembles (the shim
+ignores those, and says nothing at all while inert). With COMMAND: whether
+the loader would preload into it. Writes nothing. Exit status: 0, 1 for an
+unknown name, 78 when the shim would refuse.""",
     "report": """usage: profshim report [-o FILE.html] [--images N] [--nodes N] DIR|DIR/NAME
 
 Writes one self-contained HTML page (no server, no network): the images as
@@ -49,13 +62,16 @@ def err(line):
 
 def main(argv):
     if not argv or argv[0] not in USAGE:
-        err("usage: profshim ls|top|diff|report ... (see profshim --help)")
+        err("usage: profshim ls|top|diff|report|check ... (see profshim --help)")
         return 64
     cmd, args = argv[0], argv[1:]
     opts = args[:args.index("--")] if "--" in args else args
     if "-h" in opts or "--help" in opts:
         out(USAGE[cmd])
         return 0
+    if cmd == "check":
+        import check_cmd
+        return check_cmd.check_main(args, out, err)
     if cmd == "ls":
         import ls
         return ls.main(args, out, err)

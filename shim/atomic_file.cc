@@ -215,6 +215,27 @@ std::string ensure_dir(const std::string& dir) {
   return "";
 }
 
+std::string passwd_name(const std::string& text, uid_t uid) {
+  std::string want = std::to_string(uid);
+  for (size_t at = 0; at < text.size();) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    // name:password:uid:...
+    size_t c1 = text.find(':', at), c2 = c1 < end ? text.find(':', c1 + 1) : std::string::npos;
+    size_t c3 = c2 < end ? text.find(':', c2 + 1) : std::string::npos;
+    if (c3 < end && c1 > at && text.compare(c2 + 1, c3 - c2 - 1, want) == 0) return text.substr(at, c1 - at);
+    at = end + 1;
+  }
+  return "";
+}
+
+std::string running_as() {
+  uid_t uid = geteuid();
+  std::string name = passwd_name(sys::read_file("/etc/passwd"), uid);
+  return name.empty() ? "(running as uid " + std::to_string(uid) + ")"
+                      : "(running as user " + name + ", uid " + std::to_string(uid) + ")";
+}
+
 std::string write(const std::string& dir, const std::string& name, const std::string& data) {
   std::string tmp, target = dir + "/" + name;
   if (g_inflight.phase.load() == kAbandoned) return "the stop gave up before " + target + " was written";

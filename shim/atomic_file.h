@@ -15,6 +15,15 @@ namespace atomic_file {
 // probe file. "" on success, else why not.
 std::string ensure_dir(const std::string& dir);
 
+// "(running as user NAME, uid N)" for the effective uid, the one a
+// directory's permissions are checked against: a directory's error names
+// who was refused. The name comes from /etc/passwd read as a file, never
+// through NSS (whose modules would load into the program, and may ask the
+// network, before main); "(running as uid N)" when it is not there.
+std::string running_as();
+// The user name of uid in text in /etc/passwd's format, "" if none.
+std::string passwd_name(const std::string& text, uid_t uid);
+
 // Writes data to dir/name atomically. "" on success, else why not; on
 // failure the target is untouched and no temporary is left behind.
 std::string write(const std::string& dir, const std::string& name, const std::string& data);

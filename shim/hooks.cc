@@ -164,9 +164,10 @@ int around_exec(Find target_now, char* const envp[], Call call) {
   if (!t.found) return call(envp);
   char* const* env = lifecycle::before_exec(envp);
   // A profiled environment handed to a program the shim cannot enter would
-  // leave nothing, silently: one line says so.
+  // leave nothing, silently: one line says so. A warning, not an error:
+  // nothing failed, the exec goes on, and the files written are whole.
   if (t.path[0] && image::env_profiles(envp) && statically_linked(t.path)) {
-    std::string msg = std::string("error: ") + t.path +
+    std::string msg = std::string("warning: ") + t.path +
                       " is statically linked: LD_PRELOAD cannot reach it, so its image is not profiled";
     errline::line(msg.c_str());
   }

@@ -70,7 +70,8 @@ void setup(void*) {
     return;
   }
   errline::init();
-  if (!(err = atomic_file::ensure_dir(cfg().dir)).empty()) fail("PROFILE_DIR: " + err);
+  if (!(err = atomic_file::ensure_dir(cfg().dir)).empty())
+    fail("PROFILE_DIR: " + err + " " + atomic_file::running_as());
   // Absolute from here on: the program may chdir before it stops (and the
   // session's identity is computed from it).
   if (char* abs = realpath(cfg().dir.c_str(), nullptr)) {

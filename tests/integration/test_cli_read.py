@@ -92,9 +92,12 @@ def test_ls_shows_other_kinds_and_snapshots(ctx):
     rows = {n: line for n, _, _, line in ls_rows(out.stdout_text)}
     check(sorted(rows) == sorted(n for n, _, _, _ in before), "other kinds must not add images:\n%s" % indent(
         out.stdout_text))
-    check("heap-peak" in rows["kinds"] and "2 cpu snapshots" in rows["kinds"] and "mem.tsv" in rows["kinds"],
-          "the root's row should show heap-peak, 2 snapshots and mem.tsv:\n%s" % indent(out.stdout_text))
-    check(re.search(r"heap-peak 8\.0 MiB", rows[child]) and "1 cpu snapshot" in rows[child],
+    # A snapshot is written without a word: the row names its files.
+    check("heap-peak" in rows["kinds"] and "2 snapshots (cpu): kinds.1.* to kinds.2.*" in rows["kinds"]
+          and "mem.tsv" in rows["kinds"],
+          "the root's row should show heap-peak, 2 snapshots by their files and mem.tsv:\n%s" % indent(
+              out.stdout_text))
+    check(re.search(r"heap-peak 8\.0 MiB", rows[child]) and "1 snapshot (cpu): %s.3.*" % child in rows[child],
           "the child's heap-peak (8 MiB in use) and its snapshot:\n%s" % indent(out.stdout_text))
     # A CPU snapshot holds the CPU since the one before, the final file the
     # rest: the image's CPU is their sum, and top reads them together.
@@ -202,3 +205,14 @@ def test_without_go_ls_works_and_the_others_say_what_to_install(ctx):
     r = profshim(ctx, ["top", os.path.join(d, "nogo.cpu.pprof")], env=dict(env))
     check(os.path.exists(mark) and r.rc != 0, "top should have run the go on PATH (the check's premise):\n%s"
           % r.describe())
+
+
+def test_ls_of_a_missing_directory_says_so(ctx):
+    # DIR/NAME and a DIR that is not there look alike; with no NAME.* files
+    # beside it, the operator meant a directory, and it is missing.
+    base = ctx.mkdtemp("ls")
+    for arg in (os.path.join(base, "no-such-dir"), os.path.join(base, "no", "such", "dir")):
+        r = profshim(ctx, ["ls", arg])
+        errs = r.error_lines()
+        check(r.rc != 0 and len(errs) == 1 and arg in errs[0] and "does not exist" in errs[0] and not r.out,
+              "profshim ls %s: want one line saying the directory does not exist:\n%s" % (arg, r.describe()))

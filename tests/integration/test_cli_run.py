@@ -3,11 +3,12 @@ reaches the shim, the program's exit, signals and environment are its
 own, and each way a run could end without a profile is one clear line."""
 
 import os
+import re
 import shutil
 import signal
 import subprocess
 
-from cli_helpers import profshim, shim_table
+from cli_helpers import REPO, profshim, shim_table
 from common import check, indent, run_program
 
 
@@ -28,6 +29,32 @@ def test_help_is_the_shim_table(ctx):
         r = profshim(ctx, [cmd, "--help"])
         check(r.rc == 0 and r.stdout_text.startswith("usage: profshim %s" % cmd),
               "profshim %s --help:\n%s" % (cmd, r.describe()))
+
+
+def _file_kinds():
+    """Every kind of file an image writes, from the shim's own list of them
+    (shim/image.cc: the names that mark a stem as taken)."""
+    src = open(os.path.join(REPO, "shim", "image.cc")).read()
+    m = re.search(r"for \(const char\* kind : \{([^}]*)\}\)", src)
+    check(m, "cannot find the list of file kinds in shim/image.cc")
+    kinds = re.findall(r'"([^"]+)"', m.group(1))
+    check({"cpu.pprof", "heap.pprof", "wait.pprof"} <= set(kinds), "shim/image.cc's kinds: %s" % kinds)
+    return kinds
+
+
+def test_help_and_quickstart_name_every_file(ctx):
+    # What an operator is told to look for is all the shim writes: a listing
+    # that stops at cpu and heap sends them looking for the rest nowhere.
+    text = profshim(ctx, ["run", "--help"]).stdout_text
+    quick = open(os.path.join(REPO, "docs", "QUICKSTART.md")).read()
+    for kind in _file_kinds():
+        check("NAME.%s" % kind in text, "profshim run --help does not name NAME.%s:\n%s" % (kind, indent(text)))
+    for kind in ("cpu.pprof", "heap.pprof", "wait.pprof"):
+        check(re.search(r"\.%s\b" % re.escape(kind), quick),
+              "docs/QUICKSTART.md's run does not name its .%s file" % kind)
+    docs = set(re.findall(r"(\S+/CONFIG\.md)", text))
+    check(docs and all(os.path.isfile(p) for p in docs),
+          "profshim run --help should point at a CONFIG.md that is there: %s" % sorted(docs))
 
 
 def test_every_option_reaches_the_shim(ctx):

@@ -115,6 +115,17 @@ def _expect_setup_error(ctx, what, mentions=None, **vars):
     return r
 
 
+def _running_as():
+    """What a directory's error says of the user: the name from /etc/passwd
+    itself (the shim does not ask NSS from inside the program), or the uid."""
+    uid = os.geteuid()
+    for line in open("/etc/passwd"):
+        f = line.split(":")
+        if len(f) > 2 and f[2] == str(uid):
+            return "(running as user %s, uid %d)" % (f[0], uid)
+    return "(running as uid %d)" % uid
+
+
 def test_unwritable_profile_dir(ctx):
     base = ctx.mkdtemp("unwritable")
     afile = os.path.join(base, "regular-file")
@@ -128,7 +139,7 @@ def test_unwritable_profile_dir(ctx):
         ("/proc/profshim-test/sub", "cannot be created under /proc"),
     ]
     for d, why in cases:
-        _expect_setup_error(ctx, "PROFILE_DIR=%s (%s)" % (d, why), PROFILE_DIR=d)
+        _expect_setup_error(ctx, "PROFILE_DIR=%s (%s)" % (d, why), mentions=_running_as(), PROFILE_DIR=d)
     with open(afile) as f:
         check(f.read() == "not a directory\n", "%s was modified" % afile)
     check(files_in(base) == ["regular-file"], "files appeared in %s: %s" % (base, files_in(base)))

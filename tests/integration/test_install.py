@@ -32,9 +32,16 @@ def _run_installed(ctx, exe, lib):
     r = run_program([exe, "run", "--help"], env, ctx.mkdtemp("cwd"))
     check(r.rc == 0 and "PROFILE_STOP_TIMEOUT" in r.stdout_text and "missing" not in r.stdout_text,
           "installed --help should find the installed option table:\n%s" % r.describe())
+    r = run_program([exe, "check"], dict(env, PROFILE_CPU_HERTZ="1000"), ctx.mkdtemp("cwd"))
+    check(r.rc == 1 and "did you mean PROFILE_CPU_HZ?" in r.stdout_text,
+          "installed check should judge with the installed parsers:\n%s" % r.describe())
+    r = run_program([exe, "run", "--help"], env, ctx.mkdtemp("cwd"))
+    docs = set(re.findall(r"(\S+/CONFIG\.md)", r.stdout_text))
+    check(docs and all(os.path.isfile(p) for p in docs),
+          "installed --help should point at the installed CONFIG.md: %s\n%s" % (sorted(docs), r.describe()))
 
 
-LAYOUT = ["lib/libprofshim.so", "bin/profshim", "share/profshim/cli/main.py", "share/profshim/cli/pprofile.py",
+LAYOUT = ["lib/libprofshim.so", "lib/profshim/options_dump", "bin/profshim", "share/profshim/cli/main.py", "share/profshim/cli/pprofile.py",
           "share/profshim/options.tsv", "share/profshim/profshim.conf", "share/profshim/profshim.env",
           "share/doc/profshim/README.md", "share/doc/profshim/docs/CONFIG.md", "share/doc/profshim/docs/systemd.md"]
 

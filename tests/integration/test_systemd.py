@@ -4,6 +4,7 @@ EnvironmentFile, parsed by systemd's own parser, sets exactly what it
 should."""
 
 import os
+import re
 import shutil
 import subprocess
 
@@ -47,6 +48,30 @@ def test_dropin_passes_systemd_analyze_verify(ctx):
     text = open(dropin).read()
     for want in ("StateDirectory=profshim/%N", "PROFILE_DIR=%S/profshim/%N", "LD_PRELOAD="):
         check(want in text, "the drop-in should set %s:\n%s" % (want, indent(text)))
+    # The directory systemd makes is the one the shim writes: PROFILE_DIR is
+    # %S/ and the StateDirectory= of the same file, whatever it is edited to.
+    settings = _settings(text)
+    state, env = settings.get("StateDirectory", []), settings.get("Environment", [])
+    dirs = [e.split("=", 1)[1] for e in env if e.startswith("PROFILE_DIR=")]
+    check(len(state) == 1 and dirs == ["%S/" + state[0]],
+          "the drop-in's PROFILE_DIR %s is not its StateDirectory= %s under %%S" % (dirs, state))
+    # A setup error exits with the shim's status; under Restart= that would
+    # be a loop of starts that each fail the same way.
+    status = re.search(r"SYS_exit_group, (\d+)\)", open(os.path.join(REPO, "shim", "setup.cc")).read())
+    check(status, "cannot find the setup error's exit status in shim/setup.cc")
+    check(settings.get("RestartPreventExitStatus") == [status.group(1)],
+          "the drop-in should set RestartPreventExitStatus=%s (a setup error's status), has %s" % (
+              status.group(1), settings.get("RestartPreventExitStatus")))
+
+
+def _settings(text):
+    """{key: [value, ...]} of a unit file's uncommented lines."""
+    out = {}
+    for line in text.splitlines():
+        if "=" in line and not line.lstrip().startswith(("#", ";", "[")):
+            k, v = line.split("=", 1)
+            out.setdefault(k.strip(), []).append(v.strip())
+    return out
 
 
 def _generated(exe, conf_dir):
@@ -69,10 +94,13 @@ def test_environment_file_as_systemd_parses_it(ctx):
     shutil.copy(os.path.join(REPO, "env", "profshim.env"), os.path.join(conf, "environment.d", "profshim.conf"))
     before, after = _generated(gen, empty), _generated(gen, conf)
     got = {k: v for k, v in after.items() if before.get(k) != v}
-    want = {"LD_PRELOAD": "/usr/local/lib/libprofshim.so", "PROFILE_DIR": "/var/lib/profshim/service",
-            "PROFILE_NAME": "service"}
+    # Not PROFILE_DIR nor PROFILE_NAME: the drop-in sets them from the unit's
+    # name beside its StateDirectory=, which a file without specifiers
+    # cannot; a value here would override them with a directory nobody made.
+    want = {"LD_PRELOAD": "/usr/local/lib/libprofshim.so"}
     check(got == want, "the EnvironmentFile should set exactly %s, systemd reads %s" % (want, got))
+    check("StateDirectory" in text, "profshim.env should say why it sets no PROFILE_DIR:\n%s" % indent(text))
     # Every other variable of the shim's table is there, commented, at its default.
     for var, default, _ in shim_table():
-        if var not in want:
+        if var not in want and var not in ("PROFILE_DIR", "PROFILE_NAME"):
             check("#%s=%s\n" % (var, default) in text, "profshim.env lacks the line #%s=%s" % (var, default))

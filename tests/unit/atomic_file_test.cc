@@ -60,6 +60,19 @@ TEST(ensure_dir_refuses_a_file_parent) {
   CHECK(!atomic_file::ensure_dir(f).empty());
 }
 
+TEST(passwd_name_matches_the_uid_field_only) {
+  std::string text = "root:x:0:0:root:/root:/bin/bash\n"
+                     "daemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n"
+                     "odd:x:10:1000::/home/odd:/bin/sh\n"
+                     "broken line\n"
+                     "web:x:1000:10:,,,:/home/web:/bin/bash";  // no newline at the end
+  CHECK_EQ(atomic_file::passwd_name(text, 0), std::string("root"));
+  CHECK_EQ(atomic_file::passwd_name(text, 10), std::string("odd"));  // not web, whose gid is 10
+  CHECK_EQ(atomic_file::passwd_name(text, 1000), std::string("web"));  // not odd, whose gid is 1000
+  CHECK_EQ(atomic_file::passwd_name(text, 100), std::string());
+  CHECK_EQ(atomic_file::passwd_name("", 0), std::string());
+}
+
 TEST(write_replaces_and_leaves_no_temporary) {
   std::string d = tmpdir();
   CHECK_EQ(atomic_file::write(d, "x.pprof", "first"), std::string());
