@@ -191,6 +191,7 @@ void fatal_thread_ending() {
 bool retry_forced(int sig) { return t_forced_sig == sig; }
 
 bool stop_on_fatal(int sig, siginfo_t* si, void* uc) {
+  sandbox::OwnCalls own;
   const bool forced_mask = t_forced_sig == sig && t_forced_mask, in_wait = t_retry_in_wait == sig;
   if (t_forced_sig == sig) t_forced_sig = 0;  // another fatal signal's handler may come first
   if (g_state.load() == kInert || vfork_child() || sandbox::stop_forbidden()) return false;

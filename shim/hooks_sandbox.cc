@@ -11,11 +11,15 @@
 // stack it shares).
 #include <errno.h>
 #include <linux/seccomp.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 
 #include "sandbox.h"
+#include "signals.h"
 
 #define EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -45,6 +49,42 @@ extern "C" __attribute__((visibility("hidden"))) long profshim_syscall_seccomp(l
   return raw6(nr, op, flags, prog, d, e, f);
 }
 
+// syscall(SYS_rt_sigaction, ...) comes here: a program that sets a handler
+// with the kernel's own call through syscall() (Chromium's sandbox sets its
+// SIGSYS handler so) goes through the shim's sigaction as through libc's,
+// so that the shim still sees its signals first (a trap of the shim's own
+// call, sandbox.h) and the program sees its own view. The kernel's struct
+// for x86-64; any other size, and glibc's own two signals, go through raw.
+extern "C" __attribute__((visibility("hidden"))) long profshim_syscall_sigaction(long nr, long sig, long act,
+                                                                               long old, long size, long e,
+                                                                               long f) {
+  struct KernelAction {
+    void* handler;
+    unsigned long flags;
+    void* restorer;
+    uint64_t mask;
+  };
+  if (size != 8 || !signals::active() || (sig >= 32 && sig < SIGRTMIN)) return raw6(nr, sig, act, old, size, e, f);
+  const auto* k = reinterpret_cast<const KernelAction*>(act);
+  struct sigaction a, o;
+  memset(&a, 0, sizeof a);
+  memset(&o, 0, sizeof o);
+  if (k) {
+    a.sa_handler = reinterpret_cast<sighandler_t>(k->handler);
+    a.sa_flags = int(k->flags);
+    a.sa_restorer = reinterpret_cast<void (*)()>(k->restorer);
+    memcpy(&a.sa_mask, &k->mask, sizeof k->mask);
+  }
+  if (signals::on_sigaction(int(sig), k ? &a : nullptr, old ? &o : nullptr) != 0) return -1;
+  if (auto* ko = reinterpret_cast<KernelAction*>(old)) {
+    ko->handler = reinterpret_cast<void*>(o.sa_handler);
+    ko->flags = unsigned(o.sa_flags);
+    ko->restorer = reinterpret_cast<void*>(o.sa_restorer);
+    memcpy(&ko->mask, &o.sa_mask, sizeof ko->mask);
+  }
+  return 0;
+}
+
 #if defined(__x86_64__)
 // glibc's syscall(): number in rdi, six arguments in rsi, rdx, rcx, r8, r9
 // and on the stack; -4095..-1 is an error, returned as -1 with errno.
@@ -56,6 +96,8 @@ syscall:
   .cfi_startproc
   cmpq $)" "317" R"(, %rdi
   je profshim_syscall_seccomp
+  cmpq $)" "13" R"(, %rdi
+  je profshim_syscall_sigaction
   movq %rdi, %rax
   movq %rsi, %rdi
   movq %rdx, %rsi
@@ -80,7 +122,7 @@ syscall:
   .cfi_endproc
   .size syscall, .-syscall
 )");
-static_assert(SYS_seccomp == 317, "the assembly above compares with x86-64's number");
+static_assert(SYS_seccomp == 317 && SYS_rt_sigaction == 13, "the assembly above compares with x86-64's numbers");
 #else
 #error "hooks_sandbox: syscall() is only written for x86_64"
 #endif

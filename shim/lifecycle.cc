@@ -194,6 +194,7 @@ void after_fork_in_child() {
 // The key's value is the thread's alternate stack if we gave it one, else
 // a non-null marker (a destructor runs only for a non-null value).
 void on_thread_end(void* v) {
+  sandbox::OwnCalls own;
   if (v != reinterpret_cast<void*>(1) && !sandbox::running_forbidden()) signals::release_altstack(v);
   if (g_threads.fetch_sub(1) == 1 && g_main_exited.load()) stop("the last thread's exit");
 }
@@ -314,11 +315,12 @@ void thread_create_failed() { g_threads.fetch_sub(1); }
 void thread_ending() { fatal_thread_ending(); }
 
 void thread_started(uint64_t creator_view, void* start_fn) {
+  sandbox::OwnCalls own;
   // Under a filter that forbids the shim's per-thread calls, none are made.
   void* alt = sandbox::running_forbidden() ? nullptr : signals::ensure_altstack();
   pthread_setspecific(g_thread_key, alt ? alt : reinterpret_cast<void*>(1));
   sigmask::thread_begin(creator_view);
-  sampler::thread_begin(start_fn);
+  if (!sandbox::running_forbidden()) sampler::thread_begin(start_fn);
 }
 
 }  // namespace lifecycle

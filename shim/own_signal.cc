@@ -200,6 +200,7 @@ bool send(pid_t tid, Kind k) {
 }
 
 int arm_self(Kind k, uint64_t ns) {
+  sandbox::OwnCalls own;
   struct sigevent sev;
   memset(&sev, 0, sizeof sev);
   sev.sigev_notify = SIGEV_THREAD_ID;

@@ -20,6 +20,7 @@
 
 #include "errline.h"
 #include "own_signal.h"
+#include "sandbox.h"
 #include "stack_table.h"
 #include "sys.h"
 #include "stackwalk.h"
@@ -213,6 +214,7 @@ Slot* arm(pid_t tid, uint64_t start_fn, bool own_exit) {
 }
 
 void on_thread_exit(void* p) {
+  sandbox::OwnCalls own;
   Slot* s = static_cast<Slot*>(p);
   int32_t tid = int32_t(sys::gettid());
   // After a fork or a failed exec the slot may belong to another thread.
@@ -341,6 +343,7 @@ __attribute__((noinline)) void add_walked(void* p) {
 }  // namespace
 
 void on_timer(siginfo_t* si, void* uc) {
+  sandbox::OwnCalls own;
   g.in_flight.fetch_add(1);
   Slot* s = static_cast<Slot*>(si->si_value.sival_ptr);
   int32_t tid = int32_t(sys::gettid());

@@ -1,6 +1,7 @@
 // sandbox: see sandbox.h.
 #include "sandbox.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
@@ -9,15 +10,18 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <atomic>
 
+#include "errline.h"
 #include "image.h"
 #include "lifecycle.h"
 #include "seccomp_bpf.h"
@@ -209,6 +213,41 @@ void strict_mode() {
   if (stop) lifecycle::sandboxed("the program entered seccomp's strict mode", true);
 }
 }  // namespace
+
+namespace {
+__thread int t_own_calls;
+std::atomic<bool> g_trap_said{false};
+}  // namespace
+
+OwnCalls::OwnCalls() { ++t_own_calls; }
+OwnCalls::~OwnCalls() { --t_own_calls; }
+
+bool absorb_trap(int sig, const siginfo_t* si, void* uc) {
+  constexpr int kSysSeccomp = 1;  // si_code of a seccomp trap (asm-generic/siginfo.h's SYS_SECCOMP)
+  if (sig != SIGSYS || !si || si->si_code != kSysSeccomp || t_own_calls <= 0 || !uc) return false;
+#if defined(__x86_64__)
+  static_cast<ucontext_t*>(uc)->uc_mcontext.gregs[REG_RAX] = -ENOSYS;
+#elif defined(__aarch64__)
+  static_cast<ucontext_t*>(uc)->uc_mcontext.regs[0] = uint64_t(-ENOSYS);
+#endif
+  g_run_forbidden.store(true);
+  const int saved = errno;
+  if (!g_trap_said.exchange(true)) {
+    // Spelt out by hand: snprintf is not for a signal handler.
+    static const char kHead[] = "a seccomp filter the shim did not see go in traps system call ";
+    static const char kTail[] = ": threads started from here on are not sampled";
+    char line[sizeof kHead + 12 + sizeof kTail], digits[12];
+    int nd = 0;
+    for (unsigned v = unsigned(si->si_syscall); nd == 0 || v; v /= 10) digits[nd++] = char('0' + v % 10);
+    size_t n = sizeof kHead - 1;
+    memcpy(line, kHead, n);
+    while (nd) line[n++] = digits[--nd];
+    memcpy(line + n, kTail, sizeof kTail);
+    errline::line(line);
+  }
+  errno = saved;
+  return true;
+}
 
 void before_seccomp_call(unsigned op, const void* prog) {
   if (op == SECCOMP_SET_MODE_FILTER) before_filter(prog);

@@ -21,6 +21,7 @@
 // needs (docs/DESIGN.md lists the calls); a filter installed with a raw
 // system call instruction (Go's runtime, a static binary).
 #pragma once
+#include <signal.h>
 
 namespace sandbox {
 
@@ -38,5 +39,20 @@ bool running_forbidden();
 // Whether it forbids the shim's one-shot timers: they are then taken as
 // failed to start, which the shim copes with (a stop without its watchdog).
 bool timers_forbidden();
+
+// A filter the shim did not see go in (installed with the program's own
+// system call instruction: Chromium's sandbox) may trap a call of the
+// shim's (SECCOMP_RET_TRAP: SIGSYS, whose handler there reports a crash).
+// Where the shim makes calls on a program's thread on its own account (a
+// thread's start and end, the sampling signal), it marks the thread; a
+// trapped call made there is answered ENOSYS, as a filter's failure would
+// be, and no thread started later is armed. Signal-safe; the marks nest.
+struct OwnCalls {
+  OwnCalls();
+  ~OwnCalls();
+};
+// From the SIGSYS handler, before the program's: true when the signal is
+// a trap of the shim's own call (then answered, and to be returned from).
+bool absorb_trap(int sig, const siginfo_t* si, void* uc);
 
 }  // namespace sandbox

@@ -12,6 +12,7 @@
 #include "lifecycle.h"
 #include "own_signal.h"
 #include "real.h"
+#include "sandbox.h"
 #include "sigmask.h"
 #include "snapshot.h"
 #include "sys.h"
@@ -220,6 +221,8 @@ extern "C" __attribute__((section("profshim_sigcall"), noinline)) Routed profshi
                                                                                                 void* uc,
                                                                                                 unsigned long frame) {
   int saved = errno;  // the program's handler sees the interrupted code's
+  // A trap of the shim's own call is not the program's to see (sandbox.h).
+  if (sandbox::absorb_trap(sig, si, uc)) return {nullptr, 0};
   struct sigaction prog, k, dfl;
   read_oneshot(sig, &prog);
   // Blocked in the program's view: what the kernel does with a blocked
@@ -263,6 +266,7 @@ bool trap(int sig, const siginfo_t* si) { return synchronous_fault(sig, si) && (
 }  // namespace
 
 void fatal(int sig, siginfo_t* si, void* uc) {
+  if (sandbox::absorb_trap(sig, si, uc)) return;  // errno: the answer ENOSYS is for the call, not here
   int saved = errno;
   sigmask::Internal inside;
   // A fault signal sent (kill, raise) to a thread whose mask the program

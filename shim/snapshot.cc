@@ -14,6 +14,7 @@
 #include "memlog.h"
 #include "peak.h"
 #include "recover.h"
+#include "sandbox.h"
 #include "shim_thread.h"
 #include "snapshot_jobs.h"
 #include "stackwalk.h"
@@ -119,6 +120,7 @@ void enter(void*) {
 }
 
 void* worker(void* arg) {
+  sandbox::OwnCalls own;  // every call on this thread is the shim's
   uint32_t mine = uint32_t(reinterpret_cast<uintptr_t>(arg));
   t_worker = true;
   freeze::exempt(true);

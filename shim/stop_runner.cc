@@ -13,6 +13,7 @@
 #include "heap.h"
 #include "own_signal.h"
 #include "recover.h"
+#include "sandbox.h"
 #include "shim_thread.h"
 #include "sigmask.h"
 #include "signals.h"
@@ -105,6 +106,7 @@ void stop_thread_body(void* altp) {
 }
 
 void* stop_thread(void*) {
+  sandbox::OwnCalls own;  // every call on this thread is the shim's
   sigmask::Internal inside;
   t_stop_thread = true;
   freeze::exempt(true);
@@ -184,6 +186,7 @@ Place::~Place() {
 }
 
 void normal(finish::Context& ctx, Place& place, void (*done)()) {
+  sandbox::OwnCalls own;
   g_ctx = &ctx, g_done = done;
   const bool in_handler = place.in_handler, here = place.here;
   if (!in_handler && !here && shim_thread::spawn(stop_thread, nullptr)) return;
@@ -201,6 +204,7 @@ void normal(finish::Context& ctx, Place& place, void (*done)()) {
 }
 
 void fatal(finish::Context& ctx) {
+  sandbox::OwnCalls own;
   g_ctx = &ctx;
   // The watchdog's signal must reach this thread: a fatal signal can come
   // inside the shim's own handler (an external SIGRTMAX-4) or a program's

@@ -89,3 +89,15 @@ def test_an_image_execd_under_the_filter_stays_inert(ctx):
           "want the image before the exec's files alone: PROFILE_DIR holds %s\n%s" % (pprofs(d), r.describe()))
     r, d = _pair(ctx, "rename", end="exec")
     check(pprofs(d) == [], "PROFILE_DIR holds %s\n%s" % (pprofs(d), r.describe()))
+
+
+def test_a_filter_put_in_with_the_programs_own_system_call_traps_nothing_of_the_shims(ctx):
+    """A filter the shim does not see go in (a system call instruction of
+    the program's own, as Chromium's sandbox does), trapping timer_create,
+    with a SIGSYS handler set through syscall(SYS_rt_sigaction) that
+    reports a crash: the shim's timer for each new thread was trapped and
+    the program "crashed" (exit 99). The shim's own call is answered ENOSYS
+    and the threads go unsampled, said in a line."""
+    r, d = _pair(ctx, "timer_create", action="trap", how="raw")
+    check(pprofs(d) == ALL, "PROFILE_DIR holds %s\n%s" % (pprofs(d), r.describe()))
+    check("traps system call 222" in r.err.decode(), "no line says the threads went unsampled\n%s" % r.describe())

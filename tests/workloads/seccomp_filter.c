@@ -1,7 +1,10 @@
 /* seccomp_filter KILLED ACTION HOW END: burns CPU in before_filter(), puts
  * in force a seccomp filter that answers system call KILLED (a number) with
  * ACTION (kill: SECCOMP_RET_KILL_PROCESS, trap: SECCOMP_RET_TRAP, errno:
- * EPERM) through HOW (prctl, or syscall: libseccomp's way), then starts 4
+ * EPERM) through HOW (prctl; syscall: libseccomp's way; raw: a system call
+ * instruction of its own, with a SIGSYS handler set through
+ * syscall(SYS_rt_sigaction) that reports a crash and exits 99, as
+ * Chromium's sandbox does), then starts 4
  * threads that burn CPU in after_filter() and joins them. END: exit (return
  * from main), term (raise SIGTERM), or exec (execs itself as
  * "seccomp_filter child", which starts 4 threads under the filter it
@@ -44,6 +47,34 @@ static int child(void) {
   return 0;
 }
 
+static void on_sigsys(int sig, siginfo_t* si, void* uc) {
+  (void)sig, (void)uc;
+  char msg[64];
+  int n = snprintf(msg, sizeof msg, "crash: system call %d trapped\n", si->si_syscall);
+  write(1, msg, (size_t)n);
+  _exit(99);
+}
+
+/* The kernel's sigaction and a restorer, as a program that bypasses libc
+ * passes them. */
+struct kernel_action {
+  void (*handler)(int, siginfo_t*, void*);
+  unsigned long flags;
+  void (*restorer)(void);
+  unsigned long mask;
+};
+void seccomp_filter_restorer(void);
+__asm__(".text\n seccomp_filter_restorer:\n movq $15, %rax\n syscall\n");
+
+static long raw_seccomp(struct sock_fprog* prog) {
+  long r;
+  __asm__ volatile("syscall"
+                   : "=a"(r)
+                   : "0"((long)SYS_seccomp), "D"((long)SECCOMP_SET_MODE_FILTER), "S"(0L), "d"(prog)
+                   : "rcx", "r11", "memory");
+  return r;
+}
+
 int main(int argc, char** argv) {
   if (argc == 2 && strcmp(argv[1], "child") == 0) return child();
   if (argc != 5) {
@@ -66,8 +97,19 @@ int main(int argc, char** argv) {
     perror("no_new_privs");
     return 2;
   }
-  int rc = strcmp(argv[3], "syscall") == 0 ? (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog)
-                                           : prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+  int rc;
+  if (strcmp(argv[3], "raw") == 0) {
+    struct kernel_action ka = {on_sigsys, SA_SIGINFO | 0x04000000 /* SA_RESTORER */, seccomp_filter_restorer, 0};
+    if (syscall(SYS_rt_sigaction, SIGSYS, &ka, NULL, 8) != 0) {
+      perror("rt_sigaction");
+      return 2;
+    }
+    rc = (int)raw_seccomp(&prog);
+  } else if (strcmp(argv[3], "syscall") == 0) {
+    rc = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
+  } else {
+    rc = prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+  }
   if (rc != 0) {
     perror("seccomp");
     return 2;
