@@ -11,8 +11,11 @@ exits 0. It now runs the filter on its own calls when the program hands it
 over, and gives up what the filter would kill, saying so.
 """
 
+import os
 import re
+import shutil
 import signal
+import tempfile
 
 from common import Skip, check
 from st_helpers import pprofs, prof_env, run
@@ -101,3 +104,43 @@ def test_a_filter_put_in_with_the_programs_own_system_call_traps_nothing_of_the_
     r, d = _pair(ctx, "timer_create", action="trap", how="raw")
     check(pprofs(d) == ALL, "PROFILE_DIR holds %s\n%s" % (pprofs(d), r.describe()))
     check("traps system call 222" in r.err.decode(), "no line says the threads went unsampled\n%s" % r.describe())
+
+
+def test_headless_chromium_with_its_sandbox(ctx):
+    """Chromium's renderers put in a filter with their own system call and
+    trap (SIGSYS) what their policy forbids, timer_create and clocks named
+    by a thread id among them; the sandbox's handler reports a crash. Under
+    the shim each renderer crashed on the shim's timer and the browser hung.
+    The sandbox runs only for a user other than root: the test runs it as
+    nobody, and skips where Chromium or its sandbox cannot run."""
+    exe = shutil.which("chromium")
+    setpriv = shutil.which("setpriv")
+    if not exe or not setpriv or os.geteuid() != 0:
+        raise Skip("needs chromium, setpriv and root (to run Chromium's sandbox as nobody)")
+    # nobody must reach them: the test's own directories are root's alone.
+    base = tempfile.mkdtemp(prefix="profshim-chromium-", dir="/tmp")
+    try:
+        _chromium_as_nobody(ctx, exe, setpriv, base)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _chromium_as_nobody(ctx, exe, setpriv, base):
+    home, d = os.path.join(base, "home"), os.path.join(base, "prof")
+    lib = os.path.join(base, "libprofshim.so")
+    shutil.copy(ctx.lib, lib)
+    for p in (home, d):
+        os.mkdir(p)
+        os.chmod(p, 0o777)
+    os.chmod(base, 0o755)
+    os.chmod(lib, 0o755)
+    argv = [setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups", exe, "--headless", "--disable-gpu",
+            "--user-data-dir=" + home, "--dump-dom", "data:text/html,<p>sandboxed</p>"]
+    env = {"HOME": home, "PATH": "/usr/bin:/bin"}
+    plain = run(ctx, argv, env=dict(env), cwd=home, timeout=90)
+    if not plain.status.is_exit(0) or b"<p>sandboxed</p>" not in plain.out:
+        raise Skip("Chromium with its sandbox does not run here as nobody:\n%s" % plain.describe())
+    r = run(ctx, argv, env=dict(env, LD_PRELOAD=lib, PROFILE_DIR=d, PROFILE_NAME="run"), cwd=home, timeout=90)
+    check(r.status.is_exit(0) and b"<p>sandboxed</p>" in r.out,
+          "Chromium under the shim: %s, without it %s\n%s" % (r.status, plain.status, r.describe()))
+    check("run.cpu.pprof" in pprofs(d), "the browser's own profile is missing: %s\n%s" % (pprofs(d), r.describe()))
