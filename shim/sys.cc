@@ -76,6 +76,17 @@ bool write_all(int fd, const void* buf, size_t n) {
   return true;
 }
 
+int top_free_fd() {
+  struct rlimit rl;
+  int lim = 1024;
+  if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, nullptr, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+      rl.rlim_cur < (1u << 20))
+    lim = int(rl.rlim_cur);
+  for (int fd = lim - 1; fd > lim - 64 && fd > 2; --fd)
+    if (syscall(SYS_fcntl, fd, F_GETFD) < 0 && errno == EBADF) return fd;
+  return lim / 2 > 2 ? lim / 2 : 3;
+}
+
 std::string read_file(const char* path) {
   std::string out, buf(65536, '\0');
   int fd = open(path, O_RDONLY | O_CLOEXEC);

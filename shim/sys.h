@@ -35,6 +35,12 @@ bool memory_limited();
 // /proc/self/stat); false when that cannot be read.
 bool single_threaded();
 
+// A free descriptor number at the top of RLIMIT_NOFILE, for one the shim
+// keeps (stderr's duplicate, the root): a program's own numbers rarely reach
+// there (one that closes 3-1023 and opens 600 files gets the numbers it
+// expects).
+int top_free_fd();
+
 // A whole file (a /proc file, say), "" if it cannot be opened. Not
 // signal-safe; its buffer is on the heap, so it suits a small stack.
 std::string read_file(const char* path);
