@@ -107,7 +107,7 @@ UNIT_BINS := $(patsubst tests/unit/%.cc,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
 # Unit tests link the shim's pure objects directly (no preload): the
 # encoders, the writer, the parsers and the symbolizer (unload.o reaches the
 # sampler, the heap and recover only through weak references).
-CORE_OBJS := $(addprefix $(BUILD)/shim/,atomic_file.o config.o exp_log.o gzip.o heap_dump.o identity.o pb.o pprof.o \
+CORE_OBJS := $(addprefix $(BUILD)/shim/,atomic_file.o config.o exp_log.o fsroot.o gzip.o heap_dump.o identity.o pb.o pprof.o \
                go_unwind.o procmaps.o real.o summary.o sys.o unload.o unnamed.o) $(filter $(BUILD)/shim/symbolize%,$(SHIM_OBJS))
 
 $(BUILD)/tests/unit/%: tests/unit/%.cc $(CORE_OBJS) $(wildcard tests/unit/*.h) $(wildcard tests/fixtures/*.h) | $(BUILD)/.deps-ok

@@ -72,5 +72,9 @@ void thread_create_failed();
 // A thread started through the shim ends (returns or pthread_exit).
 void thread_ending();
 void thread_started(uint64_t creator_view, void* start_fn);
+// Before the program's chroot: the root it had is kept for the shim's own
+// paths (fsroot.h), and libdw loaded while the loader can still find it.
+// Nothing when inert.
+void root_changing();
 
 }  // namespace lifecycle

@@ -41,7 +41,8 @@ bool single_threaded();
 // expects).
 int top_free_fd();
 
-// A whole file (a /proc file, say), "" if it cannot be opened. Not
+// A whole file (a /proc file, say), "" if it cannot be opened; an absolute
+// path from the root the program started with (fsroot.h). Not
 // signal-safe; its buffer is on the heap, so it suits a small stack.
 std::string read_file(const char* path);
 
