@@ -282,7 +282,11 @@ void thread_creating() {
 }
 
 void root_changing() {
-  if (!profiling()) return;
+  // A vfork child shares the parent's memory but not its descriptors: the
+  // parent would note a root it does not hold, and a dlopen there would
+  // change the parent's loader state. The child execs next, into the new
+  // root.
+  if (!profiling() || in_vfork_child()) return;
   fsroot::before_chroot();
   // libdw and the libraries it needs are found by path: inside the new
   // root they are not, and the stop would name nothing.

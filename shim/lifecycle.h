@@ -74,7 +74,7 @@ void thread_ending();
 void thread_started(uint64_t creator_view, void* start_fn);
 // Before the program's chroot: the root it had is kept for the shim's own
 // paths (fsroot.h), and libdw loaded while the loader can still find it.
-// Nothing when inert.
+// Nothing when inert, nor in a vfork child.
 void root_changing();
 
 }  // namespace lifecycle
