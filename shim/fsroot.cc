@@ -51,8 +51,6 @@ void before_close(unsigned lo, unsigned hi) {
   if (d >= 0 && unsigned(d) >= lo && unsigned(d) <= hi) g_held.store(0);  // the program's to close
 }
 
-int held() { return g_held.load() - 1; }
-
 int open(const char* path, int flags, mode_t mode) {
   At a = at(path);
   return int(syscall(SYS_openat, a.dir, a.path, flags, mode));

@@ -30,8 +30,6 @@ void before_chroot();
 // replaced. The program's own loop over every descriptor closes ours; the
 // shim forgets it (its paths then resolve in the program's root).
 void before_close(unsigned lo, unsigned hi);
-// The descriptor held (-1: none).
-int held();
 
 int open(const char* path, int flags, mode_t mode = 0);
 int stat(const char* path, struct stat* st);
