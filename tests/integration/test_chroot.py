@@ -12,11 +12,12 @@ not root); without either the tests skip.
 """
 
 import os
+import resource
 import signal
 import subprocess
 
 from common import Skip, check, indent
-from st_helpers import pprofs, prof_env, run
+from st_helpers import pprofs, prof_env, run, start
 
 WANT = ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"]
 
@@ -62,3 +63,39 @@ def test_a_program_that_chroots_then_exits_leaves_its_profiles(ctx):
 
 def test_a_program_that_chroots_then_dies_of_sigterm_leaves_its_profiles(ctx):
     _chrooted(ctx, ["term"], lambda s: s.is_signal(signal.SIGTERM))
+
+
+def _descriptors_while_waiting(ctx, env):
+    r = start(ctx, ["chroot_self", ctx.mkdtemp("newroot"), "wait"], env=env)
+    r.wait_for(r"^waiting$")
+    fd_dir = "/proc/%d/fd" % r.pid
+    fds = {}
+    for n in os.listdir(fd_dir):
+        try:
+            fds[int(n)] = os.readlink(os.path.join(fd_dir, n))
+        except OSError:
+            pass
+    r.kill(signal.SIGTERM)
+    r.wait()
+    check(r.status.is_signal(signal.SIGTERM), "chroot_self wait: %s, want killed by SIGTERM\n%s" % (
+        r.status, r.describe()))
+    return fds, r
+
+
+def test_the_one_descriptor_more_is_the_root_it_started_with_at_the_top(ctx):
+    """The shim holds one descriptor after the program's chroot: the root
+    the program had, close to RLIMIT_NOFILE's soft limit, where a program's
+    own numbers rarely reach; the program's own numbers are as without it."""
+    _can_chroot()
+    plain, _ = _descriptors_while_waiting(ctx, ctx.env(preload=False))
+    d = ctx.mkdtemp("prof")
+    shim, r = _descriptors_while_waiting(ctx, prof_env(ctx, d))
+    extra = sorted(set(shim) - set(plain))
+    limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if limit == resource.RLIM_INFINITY or limit >= 1 << 20:
+        limit = 1024  # the shim's top then (sys::top_free_fd)
+    check(len(extra) == 1 and set(plain) <= set(shim),
+          "descriptors under the shim %s, without it %s: want the same numbers and one more" % (shim, plain))
+    check(shim[extra[0]] == "/" and extra[0] >= limit - 64,
+          "the shim's descriptor is %d -> %s, want the root near the limit (%d)" % (extra[0], shim[extra[0]], limit))
+    check(pprofs(d) == WANT, "PROFILE_DIR holds %s\n%s" % (pprofs(d), r.describe()))

@@ -2,8 +2,9 @@
 // then chroot()s into the directory argv[1] (an empty one), chdir("/"),
 // computes a little more and exits 0. Not root, it first enters a user
 // namespace of its own, where it is (as `unshare -Ur` does).
-// usage: chroot_self DIR [term]
-//   term: after the chroot it raises SIGTERM instead of exiting.
+// usage: chroot_self DIR [term|wait]
+//   term: after the chroot it raises SIGTERM instead of exiting;
+//   wait: it prints "waiting" and waits for a signal.
 // stdout: "sum S" (S fixed) then "held 64 MiB"; exit 2 with a line on
 // stderr if it cannot chroot.
 #define _GNU_SOURCE
@@ -80,5 +81,10 @@ int main(int argc, char** argv) {
   printf("sum %lu\nheld %d MiB\n", sum % 1000, 64);
   fflush(stdout);
   if (argc > 2 && strcmp(argv[2], "term") == 0) raise(SIGTERM);
+  if (argc > 2 && strcmp(argv[2], "wait") == 0) {
+    printf("waiting\n");
+    fflush(stdout);
+    for (;;) pause();
+  }
   return 0;
 }
