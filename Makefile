@@ -69,10 +69,12 @@ $(BUILD)/shim/%.o: shim/%.cc | $(BUILD)/.deps-ok
 # its prof_gdump watches) is made global for the heap-peak check (peak.h);
 # a jemalloc without it fails the link. Its calls to open() go to the
 # shim's filter (heap_dump_maps.cc), which keeps the process's maps out of
-# heap dumps. Its constructor (.init_array) is dropped: it would boot
-# jemalloc at load in every process, reading MALLOC_CONF meant for another
-# jemalloc; jemalloc boots at its first call instead, which comes only where
-# the heap is profiled (shim/alloc_choice.h).
+# heap dumps; its creat() there too, which hands it the memfd the shim dumps
+# into (no path, so no /proc, whatever root the program has). Its
+# constructor (.init_array) is dropped: it would boot jemalloc at load in
+# every process, reading MALLOC_CONF meant for another jemalloc; jemalloc
+# boots at its first call instead, which comes only where the heap is
+# profiled (shim/alloc_choice.h).
 JEMALLOC_API := malloc calloc realloc free posix_memalign aligned_alloc memalign valloc malloc_usable_size \
                 mallocx rallocx xallocx sallocx dallocx sdallocx nallocx mallctl mallctlnametomib mallctlbymib \
                 malloc_stats_print
@@ -81,7 +83,7 @@ $(BUILD)/jemalloc_pic.a: $(LIBDIR)/libjemalloc_pic.a Makefile | $(BUILD)/.deps-o
 	        --rename-section .text.startup=profshim_alloc \
 	        $(foreach f,$(JEMALLOC_API),--redefine-sym $(f)=profshim_je_$(f)) \
 	        --redefine-sym curpages=profshim_je_curpages --globalize-symbol=profshim_je_curpages \
-	        --redefine-sym open=profshim_je_open --remove-section=.init_array $< $@.tmp
+	        --redefine-sym open=profshim_je_open --redefine-sym creat=profshim_je_creat --remove-section=.init_array $< $@.tmp
 	ar d $@.tmp jemalloc_cpp.pic.o
 	mv -f $@.tmp $@
 
@@ -116,7 +118,7 @@ UNIT_BINS := $(patsubst tests/unit/%.cc,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
 # Unit tests link the shim's pure objects directly (no preload): the
 # encoders, the writer, the parsers and the symbolizer (unload.o reaches the
 # sampler, the heap and recover only through weak references).
-CORE_OBJS := $(addprefix $(BUILD)/shim/,atomic_file.o config.o exp_log.o gzip.o heap_dump.o identity.o pb.o pprof.o \
+CORE_OBJS := $(addprefix $(BUILD)/shim/,atomic_file.o config.o exp_log.o fsroot.o gzip.o heap_dump.o identity.o pb.o pprof.o \
                go_unwind.o procmaps.o real.o seccomp_bpf.o summary.o sys.o unload.o unnamed.o) $(filter $(BUILD)/shim/symbolize%,$(SHIM_OBJS))
 
 $(BUILD)/tests/unit/%: tests/unit/%.cc $(CORE_OBJS) | $(BUILD)/.deps-ok

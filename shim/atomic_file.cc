@@ -14,12 +14,13 @@
 
 #include <atomic>
 
+#include "fsroot.h"
 #include "sys.h"
 
 namespace atomic_file {
 
 ssize_t (*write_fn)(int, const void*, size_t) = ::write;
-int (*open_fn)(const char*, int, mode_t) = [](const char* p, int f, mode_t m) { return ::open(p, f, m); };
+int (*open_fn)(const char*, int, mode_t) = [](const char* p, int f, mode_t m) { return fsroot::open(p, f, m); };
 
 namespace {
 
@@ -211,7 +212,7 @@ std::string ensure_dir(const std::string& dir) {
   forget_temp();
   if (fd < 0) return why("cannot write in", dir, err);
   close(fd);
-  unlink(tmp.c_str());
+  fsroot::unlink(tmp.c_str());
   return "";
 }
 
@@ -243,7 +244,7 @@ std::string write(const std::string& dir, const std::string& name, const std::st
   if (!enter(kCreating)) return "the stop gave up before " + target + " was written";
   int fd = create_temp(dir, name, &tmp, &err);
   if (!leave(kCreating)) {  // a stop gave up meanwhile: it may have unlinked before the file existed
-    if (fd >= 0) close(fd), unlink(tmp.c_str());
+    if (fd >= 0) close(fd), fsroot::unlink(tmp.c_str());
     forget_temp();
     return "the stop gave up before " + target + " was written";
   }
@@ -255,13 +256,13 @@ std::string write(const std::string& dir, const std::string& name, const std::st
   if (close(fd) != 0 && ok) ok = false, err = errno;
   bool may_rename = ok && enter(kRenaming);
   if (may_rename) {
-    if (rename(tmp.c_str(), target.c_str()) != 0)
+    if (fsroot::rename(tmp.c_str(), target.c_str()) != 0)
       ok = false, err = errno;
     else
       note_renamed(target);
     leave(kRenaming);
   }
-  if (!ok || !may_rename) unlink(tmp.c_str());
+  if (!ok || !may_rename) fsroot::unlink(tmp.c_str());
   forget_temp();
   if (!ok) return why("cannot write", target, err);
   if (!may_rename) return "the stop gave up before " + target + " was written";
@@ -288,7 +289,7 @@ void abandon() {
   uint32_t s1 = g_inflight.seq.load(std::memory_order_acquire);
   memcpy(path, g_inflight.path, sizeof path);
   std::atomic_thread_fence(std::memory_order_acquire);
-  if (!(s1 & 1) && g_inflight.seq.load(std::memory_order_relaxed) == s1 && path[0]) unlink(path);
+  if (!(s1 & 1) && g_inflight.seq.load(std::memory_order_relaxed) == s1 && path[0]) fsroot::unlink(path);
 }
 
 void reset() {

@@ -97,16 +97,6 @@ void write_quietly(int fd, const char* buf, size_t len) {
   sigmask::unfiltered(SIG_SETMASK, &old, nullptr);
 }
 
-int top_free_fd() {
-  struct rlimit rl;
-  int lim = 1024;
-  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (1u << 20))
-    lim = int(rl.rlim_cur);
-  for (int fd = lim - 1; fd > lim - 64 && fd > 2; --fd)
-    if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) return fd;
-  return lim / 2 > 2 ? lim / 2 : 3;
-}
-
 }  // namespace
 
 std::atomic<uint64_t> g_pipe_since{0};
@@ -163,7 +153,7 @@ void before_fd2_goes() {
   // not call setsid) must not keep its parent's pipe open: a reader of that
   // pipe would wait for its end as long as the child lives.
   if (g.no_pipes.load() && is_pipe_like(2)) return;
-  int d = fcntl(2, F_DUPFD_CLOEXEC, top_free_fd());
+  int d = fcntl(2, F_DUPFD_CLOEXEC, sys::top_free_fd());
   if (d < 0) return;
   g.held.store(d + 1);
   // A pipe or socket held open keeps its reader waiting for the end

@@ -10,6 +10,7 @@
 
 #include <atomic>
 
+#include "fsroot.h"
 #include "own_signal.h"
 #include "sys.h"
 #include "stackwalk.h"
@@ -86,7 +87,7 @@ bool blocks(int32_t tid, int sig) {
   while (nd > 0) path[len++] = digits[--nd];
   const char tail[] = "/status";
   for (size_t i = 0; i < sizeof tail; ++i) path[len + i] = tail[i];
-  int fd = int(syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC));
+  int fd = fsroot::open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   char buf[2048];
   long n = syscall(SYS_read, fd, buf, sizeof buf - 1);
@@ -184,7 +185,7 @@ void after_alloc() {
 Result others(uint64_t deadline_ns, uint64_t park_until_ns) {
   Result r;
   announce(park_until_ns);
-  int dirfd = int(syscall(SYS_openat, AT_FDCWD, "/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  int dirfd = fsroot::open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dirfd < 0) return r;
   // In .bss, not on the (fresh but bounded) stack: 256 KiB each.
   static TidSet parked, deaf, suspect;
@@ -253,7 +254,7 @@ bool another_takes(int sig) {
 }
 
 bool another_takes_now(int sig) {
-  int dirfd = int(syscall(SYS_openat, AT_FDCWD, "/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  int dirfd = fsroot::open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dirfd < 0) return false;
   const int32_t self = int32_t(sys::gettid());
   bool found = false;

@@ -1,6 +1,7 @@
 // gzip: wraps a byte buffer in one gzip member with zlib (see gzip.h).
 // Not signal-safe: zlib and std::string allocate.
 #include "gzip.h"
+#include "fsroot.h"
 #include "real.h"
 
 #include <dlfcn.h>
@@ -142,7 +143,7 @@ bool compress(const std::string& in, std::string* out, std::string* err, const s
 }
 
 std::string header_comment(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  int fd = fsroot::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return "";
   struct stat st;
   unsigned char b[4096];

@@ -128,18 +128,19 @@ void use_private_arena() {
 }
 
 bool dump(std::string* text, std::string* err) {
-  // A memfd keeps the raw dump off the user's disk; jemalloc opens the path
-  // itself, and /proc/thread-self/fd/N reopens the memfd (thread-self: after
-  // pthread_exit from main, /proc/self is the exited leader and lists no fds).
+  // A memfd keeps the raw dump off the user's disk. jemalloc creat()s the
+  // name it is given; a path that reopened the memfd (/proc/thread-self/fd/N)
+  // failed in a program that changed its root or runs without /proc.
   int fd = memfd_create("profshim-heap", MFD_CLOEXEC);
   if (fd < 0) {
     *err = std::string("memfd_create: ") + strerror(errno);
     return false;
   }
-  char path[64];
-  snprintf(path, sizeof path, "/proc/thread-self/fd/%d", fd);
-  const char* p = path;
-  if (mallctl("prof.dump", nullptr, nullptr, &p, sizeof p) != 0) {
+  const char* p = kDumpName;
+  t_dump_fd = fd + 1;
+  const int rc = mallctl("prof.dump", nullptr, nullptr, &p, sizeof p);
+  t_dump_fd = 0;
+  if (rc != 0) {
     *err = "jemalloc could not dump the heap profile (prof.dump)";
     close(fd);
     return false;

@@ -37,6 +37,12 @@ void use_private_arena();
 void share_main_arena();
 // jemalloc's heap_v2 dump of the live and cumulative samples, as text.
 bool dump(std::string* text, std::string* err);
+// The name dump() gives jemalloc, and the descriptor it stands for on the
+// dumping thread (plus one; 0: none): jemalloc's creat() of that name is
+// answered with a duplicate (heap_dump_maps.cc), so the dump needs no path,
+// and no /proc, whatever root the program has.
+constexpr char kDumpName[] = "profshim: the heap dump's memfd";
+extern thread_local int t_dump_fd;
 // Bytes the program holds now (stats.allocated), exact.
 uint64_t allocated();
 // Returns the allocator's free memory to the system, address space and all

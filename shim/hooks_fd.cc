@@ -3,7 +3,9 @@
 // inside libc where no interposer sees it) and the calls that detach a process from
 // its terminal (setsid, daemon): errline.h keeps the summary's way to the
 // original stderr, and never holds a descriptor the program counts on.
-// Inert, errline watches nothing and each is one call through.
+// And chroot, before which fsroot.h keeps the root the shim's own paths
+// resolve against; the program closing that descriptor's number closes it.
+// Inert, errline and fsroot watch nothing and each is one call through.
 #include <errno.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -11,33 +13,46 @@
 #include <sys/syscall.h>
 
 #include "errline.h"
+#include "fsroot.h"
+#include "lifecycle.h"
 #include "real.h"
 
 #define EXPORT extern "C" __attribute__((visibility("default")))
 
 EXPORT int close(int fd) {
   errline::before_close(unsigned(fd), unsigned(fd));
+  fsroot::before_close(unsigned(fd), unsigned(fd));
   return real::close()(fd);
 }
 
 EXPORT int dup2(int oldfd, int newfd) noexcept {
-  if (oldfd != newfd) errline::before_close(unsigned(newfd), unsigned(newfd));
+  if (oldfd != newfd) {
+    errline::before_close(unsigned(newfd), unsigned(newfd));
+    fsroot::before_close(unsigned(newfd), unsigned(newfd));
+  }
   return real::dup2()(oldfd, newfd);
 }
 
 EXPORT int dup3(int oldfd, int newfd, int flags) noexcept {
-  if (oldfd != newfd) errline::before_close(unsigned(newfd), unsigned(newfd));
+  if (oldfd != newfd) {
+    errline::before_close(unsigned(newfd), unsigned(newfd));
+    fsroot::before_close(unsigned(newfd), unsigned(newfd));
+  }
   return real::dup3()(oldfd, newfd, flags);
 }
 
 EXPORT int close_range(unsigned lo, unsigned hi, int flags) noexcept {
-  if (!(flags & CLOSE_RANGE_CLOEXEC)) errline::before_close(lo, hi);
+  if (!(flags & CLOSE_RANGE_CLOEXEC)) {
+    errline::before_close(lo, hi);
+    fsroot::before_close(lo, hi);
+  }
   if (real::close_range()) return real::close_range()(lo, hi, flags);
   return int(syscall(SYS_close_range, lo, hi, flags));
 }
 
 EXPORT void closefrom(int lo) noexcept {
   errline::before_close(unsigned(lo), ~0u);
+  fsroot::before_close(unsigned(lo), ~0u);
   if (real::closefrom()) real::closefrom()(lo);
 }
 
@@ -66,4 +81,14 @@ EXPORT pid_t setsid() noexcept {
 EXPORT int daemon(int nochdir, int noclose) noexcept {
   errline::detaching();
   return real::daemon()(nochdir, noclose);
+}
+
+// A daemon that sandboxes itself: its profiles still go where PROFILE_DIR
+// named, its images are still read for symbols (fsroot.h). The root is
+// kept even when the call fails: it is then the root the process still
+// has, so paths resolve as before, and closing it could pull it from under
+// another thread whose chroot found it held and succeeded.
+EXPORT int chroot(const char* path) noexcept {
+  lifecycle::root_changing();
+  return real::chroot()(path);
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fsroot.h"
 #include "sys.h"
 
 namespace identity {
@@ -83,7 +84,7 @@ Identity read(pid_t pid, uint64_t start_real_ns) {
   id.ppid = getppid();
   id.start_real_ns = start_real_ns;
   char buf[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  ssize_t n = fsroot::readlink("/proc/self/exe", buf, sizeof buf - 1);
   if (n > 0) {
     buf[n] = 0;
     id.exe = buf;

@@ -13,6 +13,7 @@
 
 #include <atomic>
 
+#include "fsroot.h"
 #include "gzip.h"
 
 namespace image {
@@ -35,7 +36,7 @@ uint64_t g_cpu_ns;  // the image's CPU to its last stop, for its files' marker
 
 std::string program_name() {
   char buf[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  ssize_t n = fsroot::readlink("/proc/self/exe", buf, sizeof buf - 1);
   if (n <= 0) return "prog";
   buf[n] = 0;
   const char* base = strrchr(buf, '/');
@@ -66,7 +67,7 @@ std::string value(int gen, bool may_be_root = true) {
 
 std::string exe_path() {
   char buf[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  ssize_t n = fsroot::readlink("/proc/self/exe", buf, sizeof buf - 1);
   return n > 0 ? std::string(buf, size_t(n)) : std::string();
 }
 
@@ -122,7 +123,7 @@ bool heir() {
 // rather than replaced, which is the safe side).
 bool written_this_session(const std::string& path) {
   struct stat st;
-  return lstat(path.c_str(), &st) == 0 && (long long)st.st_mtim.tv_sec >= g_start_s - 1;
+  return fsroot::lstat(path.c_str(), &st) == 0 && (long long)st.st_mtim.tv_sec >= g_start_s - 1;
 }
 
 namespace {
@@ -249,9 +250,9 @@ std::string final_stem(const std::string& dir, const std::string& base, uint64_t
     if (m[i].session == tag && m[i].pid != my_pid && !m[i].alt.empty() && m[i].alt != name &&
         m[i].alt.find('/') == std::string::npos) {
       std::string alt = m[i].alt;
-      for (int k = 2; k < 10000 && access((dir + "/" + alt + "." + kind + ".pprof").c_str(), F_OK) == 0; ++k)
+      for (int k = 2; k < 10000 && fsroot::access((dir + "/" + alt + "." + kind + ".pprof").c_str(), F_OK) == 0; ++k)
         alt = m[i].alt + "-" + std::to_string(k);
-      rename(path.c_str(), (dir + "/" + alt + "." + kind + ".pprof").c_str());
+      fsroot::rename(path.c_str(), (dir + "/" + alt + "." + kind + ".pprof").c_str());
     }
   }
   return name;

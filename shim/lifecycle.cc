@@ -19,6 +19,7 @@
 #include "errline.h"
 #include "finish.h"
 #include "freeze.h"
+#include "fsroot.h"
 #include "heap.h"
 #include "image.h"
 #include "own_signal.h"
@@ -308,6 +309,20 @@ void thread_creating() {
     symbolize::load_libdw(nullptr);  // a failure is the stop's to report, as a missing symbol
     heap::set_thread_active(was);
   }
+}
+
+void root_changing() {
+  // A vfork child shares the parent's memory but not its descriptors: the
+  // parent would note a root it does not hold, and a dlopen there would
+  // change the parent's loader state. The child execs next, into the new
+  // root.
+  if (!profiling() || in_vfork_child()) return;
+  fsroot::before_chroot();
+  // libdw and the libraries it needs are found by path: inside the new
+  // root they are not, and the stop would name nothing.
+  const bool was = heap::swap_thread_active(false);
+  symbolize::load_libdw(nullptr);  // a failure is the stop's to report, as a missing symbol
+  heap::set_thread_active(was);
 }
 
 void thread_create_failed() { g_threads.fetch_sub(1); }

@@ -72,6 +72,10 @@ void thread_create_failed();
 // A thread started through the shim ends (returns or pthread_exit).
 void thread_ending();
 void thread_started(uint64_t creator_view, void* start_fn);
+// Before the program's chroot: the root it had is kept for the shim's own
+// paths (fsroot.h), and libdw loaded while the loader can still find it.
+// Nothing when inert, nor in a vfork child.
+void root_changing();
 
 // A seccomp filter the program is about to put in force kills a call the
 // shim makes while the program runs (stop=false: sampling and the wait

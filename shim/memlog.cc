@@ -10,6 +10,7 @@
 #include <malloc.h>
 
 #include "alloc_choice.h"
+#include "fsroot.h"
 #include "image.h"
 #include "jemalloc_raw.h"
 #include "sys.h"
@@ -79,7 +80,7 @@ std::string append(const std::string& dir, const std::string& stem, const Row& r
   uint64_t now_real = sys::now_ns(CLOCK_REALTIME), now_mono = sys::now_ns(CLOCK_MONOTONIC);
   int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
   bool fresh = !g_used && !image::written_this_session(path);
-  int fd = open(path.c_str(), flags | (fresh ? O_TRUNC : 0), 0644);
+  int fd = fsroot::open(path.c_str(), flags | (fresh ? O_TRUNC : 0), 0644);
   if (fd < 0) return "cannot write " + path + ": " + strerror(errno);
   std::string text;
   off_t end = lseek(fd, 0, SEEK_END);

@@ -19,6 +19,7 @@
 #include <atomic>
 
 #include "errline.h"
+#include "fsroot.h"
 #include "own_signal.h"
 #include "sandbox.h"
 #include "stack_table.h"
@@ -231,7 +232,7 @@ void on_thread_exit(void* p) {
 void record_comm(uint32_t serial, int32_t tid) {
   char path[64], name[32] = {0};
   snprintf(path, sizeof path, "/proc/self/task/%d/comm", tid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = fsroot::open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return;
   ssize_t r = read(fd, name, sizeof name - 1);
   close(fd);
@@ -246,7 +247,7 @@ bool has_slot(int32_t tid) {
 }
 
 void arm_existing_threads() {
-  DIR* d = opendir("/proc/self/task");
+  DIR* d = fsroot::opendir("/proc/self/task");
   if (!d) return;
   while (struct dirent* e = readdir(d)) {
     int tid = atoi(e->d_name);

@@ -13,6 +13,7 @@
 
 #include "errline.h"
 #include "finish.h"
+#include "fsroot.h"
 #include "image.h"
 #include "memlog.h"
 #include "peak.h"
@@ -71,7 +72,7 @@ uint64_t seq_of(const std::string& name, const std::string& stem) {
 // replaces its NAME.* files.
 void look_up_numbered() {
   g->numbered_known = true;
-  DIR* d = opendir(g->cfg->dir.c_str());
+  DIR* d = fsroot::opendir(g->cfg->dir.c_str());
   if (!d) return;
   std::vector<uint64_t> ours;
   while (struct dirent* e = readdir(d)) {
@@ -81,7 +82,7 @@ void look_up_numbered() {
     if (image::written_this_session(path_of(name)))
       ours.push_back(seq);
     else
-      unlink(path_of(name).c_str());
+      fsroot::unlink(path_of(name).c_str());
   }
   closedir(d);
   std::sort(ours.begin(), ours.end());
@@ -94,7 +95,7 @@ void remove_set(uint64_t seq) {
   int n = 0;
   const engine::Engine* const* all = engine::all(&n);
   std::string base = stem() + "." + std::to_string(seq) + ".";
-  for (int i = 0; i < n; ++i) unlink(path_of(base + all[i]->name + ".pprof").c_str());
+  for (int i = 0; i < n; ++i) fsroot::unlink(path_of(base + all[i]->name + ".pprof").c_str());
 }
 
 void say(const std::string& what, const std::vector<std::string>& errors) {
@@ -218,12 +219,12 @@ void mem_row(const char* event) {
 bool trigger_touched(uint64_t image_start_real_s) {
   std::string path = path_of(stem() + ".snapshot");
   struct stat st;
-  if (lstat(path.c_str(), &st) != 0) return false;
+  if (fsroot::lstat(path.c_str(), &st) != 0) return false;
   int64_t t = int64_t(st.st_mtim.tv_sec) * 1000000000ll + st.st_mtim.tv_nsec;
   // Left by an earlier run: not a request to this one.
   if (st.st_mtim.tv_sec + 1 < (long long)image_start_real_s || t == g->trigger_seen_ns) return false;
   g->trigger_seen_ns = t;
-  unlink(path.c_str());  // consumed: the next touch asks again
+  fsroot::unlink(path.c_str());  // consumed: the next touch asks again
   return true;
 }
 
@@ -234,11 +235,11 @@ void settle(const engine::Part* final_heap, summary::Figures* f) {
     if (double(peak::last_written()) > double(final_inuse) * peak::kGrowth)
       f->files.push_back(g->peak_path);
     else
-      unlink(g->peak_path.c_str());
+      fsroot::unlink(g->peak_path.c_str());
   } else if (peak::on()) {
     // An earlier run's, which this one did not replace.
     std::string old = path_of(image::stem() + ".heap-peak.pprof");
-    if (!image::written_this_session(old)) unlink(old.c_str());
+    if (!image::written_this_session(old)) fsroot::unlink(old.c_str());
   }
   if (memlog::used()) {
     mem_row("stop");

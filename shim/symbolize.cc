@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "fsroot.h"
 #include "go_unwind.h"
 #include "procmaps.h"
 #include "symbolize_ghc.h"
@@ -135,7 +136,7 @@ void Session::Impl::find_modules() {
 // One mapping per executable line, the main executable's first.
 void Session::Impl::build_mappings() {
   char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/thread-self/exe", exe, sizeof exe - 1);
+  ssize_t n = fsroot::readlink("/proc/thread-self/exe", exe, sizeof exe - 1);
   exe_path = n > 0 ? std::string(exe, n) : std::string();
   std::vector<size_t> order;
   for (size_t i = 0; i < lines.size(); ++i)

@@ -22,6 +22,7 @@
 
 #include <algorithm>
 
+#include "fsroot.h"
 #include "symbolize_internal.h"
 #include "symbolize_wire.h"
 #include "sys.h"
@@ -44,7 +45,7 @@ std::string entry_path(const std::string& dir, const std::string& build_id) {
 }  // namespace
 
 bool read_whole(const std::string& path, std::string* out, bool* absent) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+  int fd = fsroot::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
   *absent = fd < 0 && errno == ENOENT;
   if (fd < 0) return false;
   struct stat st;
@@ -73,7 +74,7 @@ Witness observe(const std::string& path) {
   Witness w;
   w.path = path;
   struct stat st;
-  if (stat(path.c_str(), &st) != 0) return w;
+  if (fsroot::stat(path.c_str(), &st) != 0) return w;
   w.present = true;
   w.dev = st.st_dev, w.ino = st.st_ino, w.size = uint64_t(st.st_size);
   w.mtime_ns = ns(st.st_mtim), w.ctime_ns = ns(st.st_ctim);
@@ -148,11 +149,11 @@ std::string dir_of(const std::string& profile_dir) { return profile_dir + "/" + 
 
 std::string prepare_dir(const std::string& profile_dir, bool create, std::string* path) {
   const std::string dir = dir_of(profile_dir);
-  if (create && mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return "cannot create " + dir + ": " + strerror(errno);
+  if (create && fsroot::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return "cannot create " + dir + ": " + strerror(errno);
   // Not followed if it is a link, nor used if someone else could plant
   // entries in it.
   struct stat st;
-  if (lstat(dir.c_str(), &st) != 0) return create || errno != ENOENT ? "cannot use " + dir + ": " + strerror(errno) : "";
+  if (fsroot::lstat(dir.c_str(), &st) != 0) return create || errno != ENOENT ? "cannot use " + dir + ": " + strerror(errno) : "";
   if (!S_ISDIR(st.st_mode)) return "not using " + dir + ": not a directory";
   if (st.st_uid != geteuid() || (st.st_mode & 022))
     return "not using " + dir + ": another user owns it or may write to it";
@@ -183,7 +184,7 @@ std::string write_whole(const std::string& dir, const std::string& name, const s
   char suffix[64];
   snprintf(suffix, sizeof suffix, ".tmp.%d.%016llx", int(getpid()), static_cast<unsigned long long>(r));
   const std::string tmp = dir + "/." + name + suffix;
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  int fd = fsroot::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) return "cannot create " + tmp + ": " + strerror(errno);
   size_t off = 0, room = sys::fsize_room(fd);
   int err = 0;
@@ -202,9 +203,9 @@ std::string write_whole(const std::string& dir, const std::string& name, const s
     off += size_t(w);
   }
   if (close(fd) != 0 && !err) err = errno;
-  if (!err && rename(tmp.c_str(), target.c_str()) != 0) err = errno;
+  if (!err && fsroot::rename(tmp.c_str(), target.c_str()) != 0) err = errno;
   if (err) {
-    unlink(tmp.c_str());
+    fsroot::unlink(tmp.c_str());
     return "cannot write " + target + ": " + strerror(err);
   }
   return "";

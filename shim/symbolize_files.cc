@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "fsroot.h"
 #include "symbolize_internal.h"
 
 namespace symbolize {
@@ -47,7 +48,7 @@ bool same_build_id(Elf* elf, const std::string& want) {
 // would block open() or read() until the stop gave up, and a file with a
 // lease would block open() until the lease was broken. -1 otherwise.
 int open_regular(const char* path, ModInfo* mi) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  int fd = fsroot::open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
     note_failed_open(mi);
     return -1;
@@ -161,6 +162,13 @@ int find_debuginfo(Dwfl_Module* mod, void** userdata, const char* modname, Dwarf
   int fd = looked ? -1 : dw().dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name, link,
                                                             crc, debug_name);
   if (fd >= 0 && *debug_name) witness(mi, *debug_name);
+  // A dwz file libdwfl did not find by its build ID (it looks by path, in
+  // the program's root), by the path it is named by, as libdw itself would
+  // try next, but from the root the program started with (fsroot.h).
+  if (fd < 0 && crc == 0 && link && link[0] == '/') {
+    fd = open_debug_candidate(link, nullptr, std::string(), mi);
+    if (fd >= 0) *debug_name = strdup(link);
+  }
   // crc == 0 is libdwfl asking for a dwz alt file, which has no debuglink
   // (and another build ID than the module's: never inflated under its name).
   if (fd >= 0 && crc != 0) return use_inflated(fd, mi);
@@ -172,7 +180,7 @@ int find_debuginfo(Dwfl_Module* mod, void** userdata, const char* modname, Dwarf
   const std::string want(reinterpret_cast<const char*>(bits), n);
   const std::string dir(file_name, std::strrchr(file_name, '/') - file_name);
   struct stat main_st;
-  const bool have_main = stat(file_name, &main_st) == 0;
+  const bool have_main = fsroot::stat(file_name, &main_st) == 0;
   const std::string candidates[] = {dir + "/" + link, dir + "/.debug/" + link,
                                     "/usr/lib/debug" + dir + "/" + link};
   for (const auto& c : candidates) {

@@ -25,6 +25,7 @@
 
 #include <cstring>
 
+#include "fsroot.h"
 #include "symbolize_cache.h"
 #include "symbolize_internal.h"
 #include "sys.h"
@@ -62,7 +63,7 @@ bool has_compressed_sections(Elf* elf) {
 
 // The copy at path, if it is one of this module's debug file: its fd, else -1.
 int open_copy(const std::string& path, const std::string& build_id) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+  int fd = fsroot::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) return -1;
   struct stat st;
   Elf* e = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? dw().elf_begin(fd, ELF_C_READ_MMAP, nullptr) : nullptr;
@@ -96,7 +97,7 @@ bool copy_bytes(int from, int to) {
 // otherwise stay in a shared PROFILE_DIR for good. A few seconds' margin,
 // and a process that is there (or another user's: EPERM) keeps its own.
 void sweep_dead_temporaries(const std::string& dir) {
-  DIR* d = opendir(dir.c_str());
+  DIR* d = fsroot::opendir(dir.c_str());
   if (!d) return;
   const time_t now = time(nullptr);
   while (struct dirent* e = readdir(d)) {
@@ -105,9 +106,9 @@ void sweep_dead_temporaries(const std::string& dir) {
     const int pid = atoi(t + 5);
     struct stat st;
     const std::string p = dir + "/" + e->d_name;
-    if (pid <= 0 || pid == getpid() || lstat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || now - st.st_mtime < 5)
+    if (pid <= 0 || pid == getpid() || fsroot::lstat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || now - st.st_mtime < 5)
       continue;
-    if (kill(pid, 0) != 0 && errno == ESRCH) unlink(p.c_str());
+    if (kill(pid, 0) != 0 && errno == ESRCH) fsroot::unlink(p.c_str());
   }
   closedir(d);
 }
@@ -123,7 +124,7 @@ bool make_copy(int fd, const std::string& dir, const std::string& path) {
   char suffix[64];
   snprintf(suffix, sizeof suffix, ".tmp.%d.%016llx", int(getpid()), static_cast<unsigned long long>(r));
   const std::string tmp = dir + "/." + path.substr(dir.size() + 1) + suffix;
-  int out = open(tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  int out = fsroot::open(tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (out < 0) return false;
   bool ok = copy_bytes(fd, out);
   Elf* e = ok ? dw().elf_begin(out, ELF_C_RDWR, nullptr) : nullptr;
@@ -135,8 +136,8 @@ bool make_copy(int fd, const std::string& dir, const std::string& path) {
   ok = ok && dw().elf_update(e, ELF_C_WRITE) >= 0;
   if (e) dw().elf_end(e);
   if (close(out) != 0) ok = false;
-  if (ok && rename(tmp.c_str(), path.c_str()) == 0) return true;
-  unlink(tmp.c_str());
+  if (ok && fsroot::rename(tmp.c_str(), path.c_str()) == 0) return true;
+  fsroot::unlink(tmp.c_str());
   return false;
 }
 
@@ -150,14 +151,14 @@ int use_inflated(int fd, ModInfo* mi) {
   if (!compressed) return fd;
   std::string dir;
   struct stat st;
-  const bool existed = lstat(cache::dir_of(mi->profile_dir).c_str(), &st) == 0;
+  const bool existed = fsroot::lstat(cache::dir_of(mi->profile_dir).c_str(), &st) == 0;
   if (!cache::prepare_dir(mi->profile_dir, true, &dir).empty() || dir.empty()) return fd;
   const std::string path = dir + "/" + hex(mi->build_id) + ".debug";
   int copy = open_copy(path, mi->build_id);
   if (copy < 0 && make_copy(fd, dir, path)) copy = open_copy(path, mi->build_id);
   if (copy < 0) {
     // A full disk: no empty directory left behind by this attempt.
-    if (!existed) rmdir(dir.c_str());
+    if (!existed) fsroot::rmdir(dir.c_str());
     return fd;
   }
   close(fd);

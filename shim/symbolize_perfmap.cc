@@ -9,6 +9,7 @@
 
 #include <iterator>
 
+#include "fsroot.h"
 #include "sys.h"
 
 namespace symbolize {
@@ -32,7 +33,7 @@ void PerfMap::load() {
   loaded_ = true;
   char path[64];
   snprintf(path, sizeof path, "/tmp/perf-%d.map", int(getpid()));
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  int fd = fsroot::open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) return;
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {

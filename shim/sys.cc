@@ -11,6 +11,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "fsroot.h"
+
 namespace sys {
 pid_t gettid() { return pid_t(syscall(SYS_gettid)); }
 
@@ -23,7 +25,7 @@ bool memory_limited() {
 
 bool single_threaded() {
   char buf[1024];
-  int fd = int(syscall(SYS_openat, AT_FDCWD, "/proc/self/stat", O_RDONLY | O_CLOEXEC));
+  int fd = fsroot::open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   long n = syscall(SYS_read, fd, buf, sizeof buf - 1);
   syscall(SYS_close, fd);
@@ -76,9 +78,20 @@ bool write_all(int fd, const void* buf, size_t n) {
   return true;
 }
 
+int top_free_fd() {
+  struct rlimit rl;
+  int lim = 1024;
+  if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, nullptr, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+      rl.rlim_cur < (1u << 20))
+    lim = int(rl.rlim_cur);
+  for (int fd = lim - 1; fd > lim - 64 && fd > 2; --fd)
+    if (syscall(SYS_fcntl, fd, F_GETFD) < 0 && errno == EBADF) return fd;
+  return lim / 2 > 2 ? lim / 2 : 3;
+}
+
 std::string read_file(const char* path) {
   std::string out, buf(65536, '\0');
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = fsroot::open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return out;
   for (ssize_t r; (r = read(fd, &buf[0], buf.size())) > 0;) out.append(buf.data(), size_t(r));
   close(fd);

@@ -35,7 +35,14 @@ bool memory_limited();
 // /proc/self/stat); false when that cannot be read.
 bool single_threaded();
 
-// A whole file (a /proc file, say), "" if it cannot be opened. Not
+// A free descriptor number at the top of RLIMIT_NOFILE, for one the shim
+// keeps (stderr's duplicate, the root): a program's own numbers rarely reach
+// there (one that closes 3-1023 and opens 600 files gets the numbers it
+// expects).
+int top_free_fd();
+
+// A whole file (a /proc file, say), "" if it cannot be opened; an absolute
+// path from the root the program started with (fsroot.h). Not
 // signal-safe; its buffer is on the heap, so it suits a small stack.
 std::string read_file(const char* path);
 
