@@ -22,38 +22,36 @@ std::atomic<uint64_t> g_sigintr;
 bool in_range(int sig) { return sig > 0 && sig < NSIG; }
 }  // namespace
 
-sighandler_t on_bsd_signal(int sig, sighandler_t handler) {
-  if (!active()) return real::signal()(sig, handler);
+namespace {
+// A handler set the way one of glibc's simpler calls sets it.
+sighandler_t set_simple(int sig, sighandler_t handler, bool mask_self, int flags) {
   if (handler == SIG_ERR || !in_range(sig)) {
     errno = EINVAL;
     return SIG_ERR;
   }
-  // As glibc's signal(): the signal itself blocked in its handler, and
-  // SA_RESTART unless siginterrupt() said otherwise.
   struct sigaction sa, old;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = handler;
   sigemptyset(&sa.sa_mask);
-  sigaddset(&sa.sa_mask, sig);
-  sa.sa_flags = (g_sigintr.load(std::memory_order_relaxed) >> (sig - 1)) & 1 ? 0 : SA_RESTART;
+  if (mask_self) sigaddset(&sa.sa_mask, sig);
+  sa.sa_flags = flags;
   if (on_sigaction(sig, &sa, &old) != 0) return SIG_ERR;
   return old.sa_handler;
+}
+}  // namespace
+
+sighandler_t on_bsd_signal(int sig, sighandler_t handler) {
+  if (!active()) return real::signal()(sig, handler);
+  // As glibc's signal(): the signal itself blocked in its handler, and
+  // SA_RESTART unless siginterrupt() said otherwise.
+  const bool interrupts = in_range(sig) && ((g_sigintr.load(std::memory_order_relaxed) >> (sig - 1)) & 1);
+  return set_simple(sig, handler, true, interrupts ? 0 : SA_RESTART);
 }
 
 sighandler_t on_sysv_signal(int sig, sighandler_t handler) {
   if (!active()) return real::sysv_signal()(sig, handler);
-  if (handler == SIG_ERR || !in_range(sig)) {
-    errno = EINVAL;
-    return SIG_ERR;
-  }
   // As glibc's sysv_signal(): one-shot, not masked, interrupting.
-  struct sigaction sa, old;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = handler;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = int((SA_RESETHAND | SA_NODEFER | 0x20000000 /* SA_INTERRUPT */) & ~SA_RESTART);
-  if (on_sigaction(sig, &sa, &old) != 0) return SIG_ERR;
-  return old.sa_handler;
+  return set_simple(sig, handler, false, int((SA_RESETHAND | SA_NODEFER | 0x20000000 /* SA_INTERRUPT */) & ~SA_RESTART));
 }
 
 sighandler_t on_sigset(int sig, sighandler_t disp) {
