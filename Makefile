@@ -52,10 +52,14 @@ $(BUILD)/.deps-ok: scripts/install-deps
 
 # Each object depends on the headers it includes, as the compiler found
 # them (-MMD; -MP: a header since removed does not stop the build).
-$(BUILD)/shim/%.o: shim/%.cc | $(BUILD)/.deps-ok
+# An object built before its .d existed (a build directory older than this
+# rule) is rebuilt once: the stamp is newer than it.
+$(BUILD)/shim/%.o: shim/%.cc $(BUILD)/.dep-files | $(BUILD)/.deps-ok
 	@mkdir -p $(dir $@)
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -MMD -MP -c $< -o $@
 -include $(SHIM_OBJS:.o=.d)
+$(BUILD)/.dep-files:
+	@mkdir -p $(BUILD) && touch $@
 
 # Debian's archive with its code moved into one named section, so the shim
 # knows the allocator's address range exactly (__start_/__stop_profshim_alloc)

@@ -13,6 +13,7 @@
 
 #include <atomic>
 
+#include "sandbox.h"
 #include "sigmask.h"
 #include "sys.h"
 
@@ -147,6 +148,7 @@ struct KeepErrno {
 };
 
 void before_fd2_goes() {
+  sandbox::OwnCalls own;
   KeepErrno keep;
   if (!g.known.load() || g.detached.load() || held() >= 0 || !same_file(2)) return;
   // A forked child that lets its stderr go and lives on (a daemon that does
@@ -188,6 +190,7 @@ void let_go_pipe_if_late() {
 }
 
 void before_close(unsigned lo, unsigned hi) {
+  sandbox::OwnCalls own;
   KeepErrno keep;
   if (!g.known.load(std::memory_order_relaxed)) return;
   int d = held();

@@ -20,6 +20,7 @@
 
 #include "sandbox.h"
 #include "signals.h"
+#include "sys.h"
 
 #define EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -45,7 +46,7 @@ long raw6(long nr, long a, long b, long c, long d, long e, long f) {
 extern "C" __attribute__((visibility("hidden"))) long profshim_syscall_seccomp(long nr, long op, long flags,
                                                                              long prog, long d, long e,
                                                                              long f) {
-  sandbox::before_seccomp_call(unsigned(op), reinterpret_cast<const void*>(prog));
+  sandbox::before_seccomp_call(unsigned(op), unsigned(flags), reinterpret_cast<const void*>(prog));
   return raw6(nr, op, flags, prog, d, e, f);
 }
 
@@ -65,22 +66,27 @@ extern "C" __attribute__((visibility("hidden"))) long profshim_syscall_sigaction
     uint64_t mask;
   };
   if (size != 8 || !signals::active() || (sig >= 32 && sig < SIGRTMIN)) return raw6(nr, sig, act, old, size, e, f);
-  const auto* k = reinterpret_cast<const KernelAction*>(act);
+  sandbox::OwnCalls own;  // the copies' own calls are the shim's
+  KernelAction k;
   struct sigaction a, o;
   memset(&a, 0, sizeof a);
   memset(&o, 0, sizeof o);
-  if (k) {
-    a.sa_handler = reinterpret_cast<sighandler_t>(k->handler);
-    a.sa_flags = int(k->flags);
-    a.sa_restorer = reinterpret_cast<void (*)()>(k->restorer);
-    memcpy(&a.sa_mask, &k->mask, sizeof k->mask);
+  // The kernel's EFAULT for a bad pointer, not a fault of the shim's.
+  if (act && !sys::read_own(reinterpret_cast<const void*>(act), &k, sizeof k)) return -1;
+  if (act) {
+    a.sa_handler = reinterpret_cast<sighandler_t>(k.handler);
+    a.sa_flags = int(k.flags);
+    a.sa_restorer = reinterpret_cast<void (*)()>(k.restorer);
+    memcpy(&a.sa_mask, &k.mask, sizeof k.mask);
   }
-  if (signals::on_sigaction(int(sig), k ? &a : nullptr, old ? &o : nullptr) != 0) return -1;
-  if (auto* ko = reinterpret_cast<KernelAction*>(old)) {
-    ko->handler = reinterpret_cast<void*>(o.sa_handler);
-    ko->flags = unsigned(o.sa_flags);
-    ko->restorer = reinterpret_cast<void*>(o.sa_restorer);
-    memcpy(&ko->mask, &o.sa_mask, sizeof ko->mask);
+  if (signals::on_sigaction(int(sig), act ? &a : nullptr, old ? &o : nullptr) != 0) return -1;
+  if (old) {
+    KernelAction ko;
+    ko.handler = reinterpret_cast<void*>(o.sa_handler);
+    ko.flags = unsigned(o.sa_flags);
+    ko.restorer = reinterpret_cast<void*>(o.sa_restorer);
+    memcpy(&ko.mask, &o.sa_mask, sizeof ko.mask);
+    if (!sys::write_own(reinterpret_cast<void*>(old), &ko, sizeof ko)) return -1;
   }
   return 0;
 }

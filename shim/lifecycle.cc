@@ -139,6 +139,8 @@ void normal_stop(const char* how, const std::string* stem = nullptr) {
   // Under a filter that forbids the stop's calls: not even a look at the
   // process (its thread count is a /proc read).
   if (sandbox::stop_forbidden()) return;
+  sandbox::OwnCalls own;
+  sandbox::say_trapped();
   const stackwalk::Context where = stackwalk::calling_context();
   {
     stop_runner::Place place(where != stackwalk::kNotInHandler);
@@ -331,6 +333,7 @@ void thread_ending() { fatal_thread_ending(); }
 
 void thread_started(uint64_t creator_view, void* start_fn) {
   sandbox::OwnCalls own;
+  sandbox::say_trapped();
   // Under a filter that forbids the shim's per-thread calls, none are made.
   void* alt = sandbox::running_forbidden() ? nullptr : signals::ensure_altstack();
   pthread_setspecific(g_thread_key, alt ? alt : reinterpret_cast<void*>(1));

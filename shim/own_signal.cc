@@ -174,9 +174,12 @@ bool install(std::string* err) {
   // and the frame the kernel pushes there lands on someone else's memory.
   // Every signal blocked while it runs: nothing interrupts it halfway
   // through an unwind or a table update (faults excepted), and nothing
-  // lands on the alternate stack's top, where its frames are.
+  // lands on the alternate stack's top, where its frames are. But SIGSYS:
+  // a seccomp trap of the handler's own call must reach the shim's answer
+  // (sandbox.h); blocked, the kernel would kill the process with it.
   sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK | SA_UNSUPPORTED;
   sigfillset(&sa.sa_mask);
+  sigdelset(&sa.sa_mask, SIGSYS);
   if (real::sigaction()(number(), &sa, &old) != 0) {
     *err = std::string("cannot install the shim's signal handler: ") + strerror(errno);
     return false;

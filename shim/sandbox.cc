@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/futex.h>
@@ -10,6 +11,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -25,6 +27,7 @@
 #include "image.h"
 #include "lifecycle.h"
 #include "seccomp_bpf.h"
+#include "signals.h"
 #include "sys.h"
 
 namespace sandbox {
@@ -42,7 +45,13 @@ constexpr uint32_t kArch = AUDIT_ARCH_AARCH64;
 // end, the sampling signal, the wait hooks), or at a stop (and snapshots).
 // or for the shim's own one-shot timers (a fatal stop's watchdog, a deferred
 // signal's retry), which the shim can do without.
-enum Need : uint8_t { kRun = 1, kStop = 2, kTimer = 4 };
+// kSignals: what any handler of the shim's needs to run at all (its return,
+// the fatal stand-ins' re-raise); forbidden, the shim's handlers step aside
+// (signals::step_aside) and the kernel's defaults are the program's again.
+// kMust: a call that must run, not merely fail: rt_sigreturn answered with
+// an error returns into whatever follows the restorer, a thread's exit
+// loops on it, a futex wait spins.
+enum Need : uint8_t { kRun = 1, kStop = 2, kTimer = 4, kSignals = 8, kMust = 16 };
 
 // One of the shim's calls with the arguments a filter might look at (flags,
 // the signal's target): the ones the shim passes, as far as they are fixed.
@@ -81,7 +90,13 @@ const Probe kProbes[] = {
     P(rt_sigprocmask, kRun | kStop, SIG_BLOCK),
     P(rt_sigprocmask, kRun | kStop, SIG_SETMASK),
     P(rt_sigprocmask, kRun | kStop, SIG_UNBLOCK),
-    P(rt_sigreturn, kRun),
+    P(rt_sigreturn, kRun | kStop | kSignals | kMust),
+    P(rt_tgsigqueueinfo, kSignals, kPid, kTid, SIGTERM),
+    P(getpid, kSignals, 0),
+    P(gettid, kSignals, 0),
+    P(tgkill, kSignals, kPid, kTid, SIGTERM),
+    P(rt_sigaction, kSignals, SIGTERM),
+    P(rt_sigprocmask, kSignals, SIG_SETMASK),
     P(prctl, kRun, PR_GET_NAME),
     P(clock_gettime, kRun | kStop, kClock),
     P(clock_gettime, kRun | kStop, kOtherClock),
@@ -90,7 +105,7 @@ const Probe kProbes[] = {
     P(clock_gettime, kRun | kStop, CLOCK_MONOTONIC),
     P(gettid, kRun | kStop, 0),
     P(getpid, kRun | kStop, 0),
-    P(futex, kRun | kStop, 0, FUTEX_WAIT_PRIVATE),
+    P(futex, kRun | kStop | kMust, 0, FUTEX_WAIT_PRIVATE),
     P(futex, kRun | kStop, 0, FUTEX_WAKE_PRIVATE),
     P(tgkill, kRun | kStop, kPid, kTid, SIGTERM),
     P(rt_sigaction, kRun | kStop, SIGTERM),
@@ -123,7 +138,7 @@ const Probe kProbes[] = {
     P(clone, kStop, kThreadClone),
     P(set_robust_list, kStop, 0),
     P(rseq, kStop, 0),
-    P(exit, kStop, 0),
+    P(exit, kStop | kMust, 0),
     P(prctl, kStop, PR_SET_NAME),
     P(getrusage, kStop, uint64_t(RUSAGE_SELF)),
     P(sysinfo, kStop, 0),
@@ -157,7 +172,8 @@ const Probe kProbes[] = {
 };
 #undef P
 
-std::atomic<bool> g_stop_forbidden{false}, g_run_forbidden{false}, g_timers_forbidden{false};
+std::atomic<bool> g_stop_forbidden{false}, g_run_forbidden{false}, g_timers_forbidden{false},
+    g_signals_forbidden{false};
 
 // The first probe of a need the filter kills, or null.
 const Probe* first_killed(const struct sock_fprog& f, uint8_t need) {
@@ -172,28 +188,24 @@ const Probe* first_killed(const struct sock_fprog& f, uint8_t need) {
     for (int i = 0; i < 4; ++i)
       d.args[i] = p.a[i] == kPid ? pid : p.a[i] == kTid ? tid : p.a[i] == kClock ? clock
                                                                : p.a[i] == kOtherClock ? other : p.a[i];
-    if (seccomp_bpf::outcome(seccomp_bpf::run(f.filter, f.len, d)) == seccomp_bpf::Outcome::kKills) return &p;
+    const seccomp_bpf::Outcome o = seccomp_bpf::outcome(seccomp_bpf::run(f.filter, f.len, d));
+    if (o == seccomp_bpf::Outcome::kKills || ((p.need & kMust) && o != seccomp_bpf::Outcome::kRuns)) return &p;
   }
   return nullptr;
 }
 
-void before_filter(const void* prog) {
-  if (!lifecycle::profiling() || !prog) return;
-  const auto* f = static_cast<const struct sock_fprog*>(prog);
-  // What the kernel would refuse (EINVAL) changes nothing.
-  if (!f->filter || f->len == 0 || f->len > BPF_MAXINSNS) return;
-  // Nor what it would refuse for want of privilege (EACCES): the filter
-  // needs no_new_privs or CAP_SYS_ADMIN (taken here as root).
-  if (prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1 && geteuid() != 0) return;
-  const Probe* run = g_run_forbidden.load() ? nullptr : first_killed(*f, kRun);
-  const Probe* stop = g_stop_forbidden.load() ? nullptr : first_killed(*f, kStop);
-  if (!g_timers_forbidden.load() && first_killed(*f, kTimer)) g_timers_forbidden.store(true);
-  if (!run && !stop) return;
+// What the filter forbids, given up now, while every call is allowed.
+void act_on(const struct sock_fprog& f) {
+  const Probe* sigs = g_signals_forbidden.load() ? nullptr : first_killed(f, kSignals);
+  const Probe* run = g_run_forbidden.load() ? nullptr : first_killed(f, kRun);
+  const Probe* stop = g_stop_forbidden.load() ? nullptr : first_killed(f, kStop);
+  if (!g_timers_forbidden.load() && first_killed(f, kTimer)) g_timers_forbidden.store(true);
+  if (!sigs && !run && !stop) return;
   image::mark_sandboxed();
   char why[160];
-  if (run) {
+  if (run || sigs) {
     g_run_forbidden.store(true);
-    snprintf(why, sizeof why, "the program's seccomp filter forbids %s", run->name);
+    snprintf(why, sizeof why, "the program's seccomp filter forbids %s", (run ? run : sigs)->name);
     lifecycle::sandboxed(why, false);
   }
   if (stop) {
@@ -201,21 +213,66 @@ void before_filter(const void* prog) {
     snprintf(why, sizeof why, "the program's seccomp filter forbids %s", stop->name);
     lifecycle::sandboxed(why, true);
   }
+  if (sigs) {
+    // Last: the steps above may still take the shim's signals.
+    g_signals_forbidden.store(true);
+    g_timers_forbidden.store(true);
+    signals::step_aside();
+  }
+}
+
+// The filter as the kernel will read it, copied without touching memory
+// that may not be there (a bad pointer is the kernel's EFAULT, not a fault
+// of the shim's); false if it cannot be read.
+bool copy_filter(const void* prog, struct sock_fprog* f, struct sock_filter** insns) {
+  OwnCalls own;
+  if (!sys::read_own(prog, f, sizeof *f) || !f->filter || f->len == 0 || f->len > BPF_MAXINSNS) return false;
+  *insns = static_cast<struct sock_filter*>(malloc(f->len * sizeof(struct sock_filter)));
+  if (*insns && sys::read_own(f->filter, *insns, f->len * sizeof(struct sock_filter))) return true;
+  free(*insns);
+  return false;
+}
+
+// Whether the kernel will take a filter from this process: no_new_privs,
+// or CAP_SYS_ADMIN in the effective set (root in a container often lacks it).
+bool may_install() {
+  if (prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1) return true;
+  struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+  struct __user_cap_data_struct d[2] = {};
+  return syscall(SYS_capget, &h, d) == 0 && (d[CAP_SYS_ADMIN / 32].effective >> (CAP_SYS_ADMIN % 32)) & 1;
+}
+
+void before_filter(unsigned flags, const void* prog) {
+  // A vfork child shares the parent's memory: what it gives up would be the
+  // parent's too.
+  if (!lifecycle::profiling() || !prog || lifecycle::in_vfork_child()) return;
+  // What the kernel would refuse (EINVAL, EACCES) changes nothing.
+  constexpr unsigned kKnownFlags = 0x3f;  // TSYNC .. WAIT_KILLABLE_RECV
+  if (flags & ~kKnownFlags) return;
+  struct sock_fprog f;
+  struct sock_filter* insns = nullptr;
+  if (!copy_filter(prog, &f, &insns)) return;
+  f.filter = insns;
+  if (seccomp_bpf::valid(f.filter, f.len) && may_install()) act_on(f);
+  free(insns);
 }
 
 void strict_mode() {
   if (!lifecycle::profiling()) return;
   // Only read, write, exit and sigreturn are left: nothing of the shim's.
+  if (lifecycle::in_vfork_child()) return;
   g_timers_forbidden.store(true);
   image::mark_sandboxed();
   const bool run = !g_run_forbidden.exchange(true), stop = !g_stop_forbidden.exchange(true);
   if (run) lifecycle::sandboxed("the program entered seccomp's strict mode", false);
   if (stop) lifecycle::sandboxed("the program entered seccomp's strict mode", true);
+  if (!g_signals_forbidden.exchange(true)) signals::step_aside();
 }
 }  // namespace
 
 namespace {
 __thread int t_own_calls;
+std::atomic<int> g_trapped_nr{0};
 std::atomic<bool> g_trap_said{false};
 }  // namespace
 
@@ -231,31 +288,32 @@ bool absorb_trap(int sig, const siginfo_t* si, void* uc) {
   static_cast<ucontext_t*>(uc)->uc_mcontext.regs[0] = uint64_t(-ENOSYS);
 #endif
   g_run_forbidden.store(true);
-  const int saved = errno;
-  if (!g_trap_said.exchange(true)) {
-    // Spelt out by hand: snprintf is not for a signal handler.
-    static const char kHead[] = "a seccomp filter the shim did not see go in traps system call ";
-    static const char kTail[] = ": threads started from here on are not sampled";
-    char line[sizeof kHead + 12 + sizeof kTail], digits[12];
-    int nd = 0;
-    for (unsigned v = unsigned(si->si_syscall); nd == 0 || v; v /= 10) digits[nd++] = char('0' + v % 10);
-    size_t n = sizeof kHead - 1;
-    memcpy(line, kHead, n);
-    while (nd) line[n++] = digits[--nd];
-    memcpy(line + n, kTail, sizeof kTail);
-    errline::line(line);
-  }
-  errno = saved;
+  // No call here: this runs with SIGSYS blocked, and a trapped one would
+  // kill the process. The line comes from the next thread's start or the
+  // stop (say_trapped).
+  int none = 0;
+  g_trapped_nr.compare_exchange_strong(none, si->si_syscall ? si->si_syscall : -1);
   return true;
 }
 
-void before_seccomp_call(unsigned op, const void* prog) {
-  if (op == SECCOMP_SET_MODE_FILTER) before_filter(prog);
+void say_trapped() {
+  const int nr = g_trapped_nr.load(std::memory_order_relaxed);
+  if (nr == 0 || g_trap_said.exchange(true)) return;
+  char line[160];
+  snprintf(line, sizeof line,
+           "a seccomp filter the shim did not see go in traps system call %d: threads started from here on "
+           "are not sampled",
+           nr);
+  errline::line(line);
+}
+
+void before_seccomp_call(unsigned op, unsigned flags, const void* prog) {
+  if (op == SECCOMP_SET_MODE_FILTER) before_filter(flags, prog);
   if (op == SECCOMP_SET_MODE_STRICT) strict_mode();
 }
 
 void before_prctl_seccomp(unsigned long mode, const void* prog) {
-  if (mode == SECCOMP_MODE_FILTER) before_filter(prog);
+  if (mode == SECCOMP_MODE_FILTER) before_filter(0, prog);
   if (mode == SECCOMP_MODE_STRICT) strict_mode();
 }
 

@@ -29,7 +29,7 @@ namespace sandbox {
 // passed on (mode: SECCOMP_SET_MODE_* for the seccomp call, or the
 // prctl's SECCOMP_MODE_*; prog: its struct sock_fprog*). Acts on what the
 // filter forbids, once per process for each kind.
-void before_seccomp_call(unsigned op, const void* prog);
+void before_seccomp_call(unsigned op, unsigned flags, const void* prog);
 void before_prctl_seccomp(unsigned long mode, const void* prog);
 
 // Whether a filter in force forbids what the stop needs (then nothing is
@@ -54,5 +54,7 @@ struct OwnCalls {
 // From the SIGSYS handler, before the program's: true when the signal is
 // a trap of the shim's own call (then answered, and to be returned from).
 bool absorb_trap(int sig, const siginfo_t* si, void* uc);
+// The line for a trap absorbed since, once; not from a signal handler.
+void say_trapped();
 
 }  // namespace sandbox

@@ -12,7 +12,7 @@ namespace {
 constexpr uint32_t kDataLen = sizeof(struct seccomp_data);
 
 bool load_word(const struct seccomp_data& d, uint32_t off, uint32_t* out) {
-  if (off % 4 || off + 4 > kDataLen) return false;
+  if (off >= kDataLen || off % 4) return false;
   memcpy(out, reinterpret_cast<const char*>(&d) + off, 4);  // host order, as the kernel loads it
   return true;
 }
@@ -99,6 +99,53 @@ uint32_t run(const struct sock_filter* prog, unsigned len, const struct seccomp_
     }
   }
   return kInvalid;  // fell off the end: the kernel refuses such a filter
+}
+
+bool valid(const struct sock_filter* prog, unsigned len) {
+  if (len == 0 || len > BPF_MAXINSNS) return false;
+  for (unsigned pc = 0; pc < len; ++pc) {
+    const struct sock_filter& f = prog[pc];
+    const unsigned left = len - pc - 1;  // instructions after this one
+    switch (f.code) {
+      case BPF_LD | BPF_W | BPF_ABS:
+        if (f.k >= kDataLen || f.k % 4) return false;
+        break;
+      case BPF_LD | BPF_W | BPF_LEN:
+      case BPF_LDX | BPF_W | BPF_LEN:
+      case BPF_LD | BPF_IMM:
+      case BPF_LDX | BPF_IMM:
+      case BPF_MISC | BPF_TAX:
+      case BPF_MISC | BPF_TXA:
+      case BPF_RET | BPF_K:
+      case BPF_RET | BPF_A:
+        break;
+      case BPF_LD | BPF_MEM:
+      case BPF_LDX | BPF_MEM:
+      case BPF_ST:
+      case BPF_STX:
+        if (f.k >= BPF_MEMWORDS) return false;
+        break;
+      case BPF_JMP | BPF_JA:
+        if (f.k >= left) return false;
+        break;
+      default:
+        if (BPF_CLASS(f.code) == BPF_ALU) {
+          const uint16_t op = BPF_OP(f.code);
+          if (op != BPF_ADD && op != BPF_SUB && op != BPF_MUL && op != BPF_DIV && op != BPF_MOD && op != BPF_OR &&
+              op != BPF_AND && op != BPF_XOR && op != BPF_LSH && op != BPF_RSH && op != BPF_NEG)
+            return false;
+          if (BPF_SRC(f.code) == BPF_K && (op == BPF_DIV || op == BPF_MOD) && f.k == 0) return false;
+          if (BPF_SRC(f.code) == BPF_K && (op == BPF_LSH || op == BPF_RSH) && f.k >= 32) return false;
+        } else if (BPF_CLASS(f.code) == BPF_JMP) {
+          const uint16_t op = BPF_OP(f.code);
+          if (op != BPF_JEQ && op != BPF_JGT && op != BPF_JGE && op != BPF_JSET) return false;
+          if (f.jt >= left || f.jf >= left) return false;
+        } else {
+          return false;
+        }
+    }
+  }
+  return BPF_CLASS(prog[len - 1].code) == BPF_RET;
 }
 
 Outcome outcome(uint32_t ret) {

@@ -22,6 +22,11 @@ namespace seccomp_bpf {
 constexpr uint32_t kInvalid = 0xffffffffu;
 uint32_t run(const struct sock_filter* prog, unsigned len, const struct seccomp_data& data);
 
+// Whether the kernel would take the filter (its checks, as far as they are
+// about the instructions: known codes, loads inside seccomp_data, jumps
+// inside the filter, a return last). Pure.
+bool valid(const struct sock_filter* prog, unsigned len);
+
 // The kernel's action for a return value: ALLOW and LOG let the call run;
 // ERRNO and TRACE (with no tracer: ENOSYS) make it fail; the others (KILL_*,
 // TRAP's SIGSYS, USER_NOTIF's supervisor, and kInvalid) end the process or

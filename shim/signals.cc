@@ -378,4 +378,28 @@ int on_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
 
 bool active() { return g.active; }
 
+void step_aside() {
+  if (!g.active) return;
+  sigset_t all, was;
+  sigfillset(&all);
+  sigmask::unfiltered(SIG_SETMASK, &all, &was);
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig == own_signal::number()) continue;
+    struct sigaction k, put;
+    memset(&k, 0, sizeof k);
+    if (real::sigaction()(sig, nullptr, &k) != 0) continue;
+    if (is_ours(k)) {
+      // The program's SIG_DFL, with the flags and mask it gave.
+      view_of(sig, k, g.bits[sig].load(std::memory_order_relaxed), &put);
+    } else if (is_oneshot(k)) {
+      read_oneshot(sig, &put);  // the program's own handler, as it asked
+    } else {
+      continue;
+    }
+    real::sigaction()(sig, &put, nullptr);
+  }
+  g.active = false;
+  sigmask::unfiltered(SIG_SETMASK, &was, nullptr);
+}
+
 }  // namespace signals

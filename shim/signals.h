@@ -33,6 +33,12 @@ bool install(int snapshot_sig);
 // Whether install() has run: the interposed calls pass straight through
 // until then.
 bool active();
+// A seccomp filter about to go in forbids what the shim's handlers need
+// (sandbox.h): every action of the shim's in the kernel becomes the
+// program's own again (SIG_DFL where ours stood in, its handler where the
+// shim routed it), and the calls pass straight through from here on. Not
+// signal-safe; once.
+void step_aside();
 
 // The interposed calls' bodies (each passes straight through when inert;
 // the ones glibc builds on its own sigaction in signals_glibc.cc).

@@ -9,11 +9,28 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "fsroot.h"
 
 namespace sys {
+
+bool read_own(const void* src, void* dst, size_t n) {
+  struct iovec local = {dst, n}, remote = {const_cast<void*>(src), n};
+  if (syscall(SYS_process_vm_readv, syscall(SYS_getpid), &local, 1, &remote, 1, 0) == ssize_t(n)) return true;
+  if (errno == EFAULT) return false;
+  memcpy(dst, src, n);
+  return true;
+}
+
+bool write_own(void* dst, const void* src, size_t n) {
+  struct iovec local = {const_cast<void*>(src), n}, remote = {dst, n};
+  if (syscall(SYS_process_vm_writev, syscall(SYS_getpid), &local, 1, &remote, 1, 0) == ssize_t(n)) return true;
+  if (errno == EFAULT) return false;
+  memcpy(dst, src, n);
+  return true;
+}
 pid_t gettid() { return pid_t(syscall(SYS_gettid)); }
 
 bool memory_limited() {

@@ -22,6 +22,14 @@ size_t fsize_room(int fd);
 // RLIMIT_FSIZE is set.
 bool fsize_limited();
 
+// Copies n bytes of this process's memory from src (read_own) or to dst
+// (write_own) without faulting where it is not mapped or not writable:
+// false with errno EFAULT then, as the kernel's answer would be. Where the
+// call itself is refused (a seccomp filter, a container's policy), the
+// copy is made directly, trusting the pointer. Signal-safe.
+bool read_own(const void* src, void* dst, size_t n);
+bool write_own(void* dst, const void* src, size_t n);
+
 // Futex on a 32-bit word: wait while *word == expect, at most timeout_ns.
 void futex_wait(volatile uint32_t* word, uint32_t expect, uint64_t timeout_ns);
 void futex_wake(volatile uint32_t* word);

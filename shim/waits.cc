@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "lifecycle.h"
+#include "sandbox.h"
 #include "sigmask.h"
 #include "stackwalk.h"
 #include "sys.h"
@@ -128,6 +129,7 @@ void add(Call call, uint64_t d, const uint64_t* pcs, uint32_t n) {
   // Its name as of its first wait at each site (a thread names itself
   // once it starts, as a rule).
   if (created) {
+    sandbox::OwnCalls own;
     char name[17] = {0};
     if (prctl(PR_GET_NAME, name, 0, 0, 0) == 0) g.table.record_name(t_serial, tid, name);
   }

@@ -20,7 +20,7 @@ import tempfile
 from common import Skip, check
 from st_helpers import pprofs, prof_env, run
 
-SYS = {"timer_create": 222, "openat": 257, "rename": 82, "ptrace": 101}
+SYS = {"timer_create": 222, "openat": 257, "rename": 82, "ptrace": 101, "rt_sigreturn": 15, "prctl": 157}
 ALL = ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"]
 
 
@@ -72,6 +72,14 @@ def test_a_trap_is_a_kill_and_an_errno_is_a_failure(ctx):
     # unsampled, the stop writes as usual.
     r, d = _pair(ctx, "openat", action="errno")
     check("forbids" not in r.err.decode(), "errno: a failing call is not a forbidden one\n%s" % r.describe())
+    # But rt_sigreturn must run: answered EPERM, the shim's handlers would
+    # return into the restorer's next bytes (SIGSEGV, 139). The program has
+    # no handler of its own and never makes the call.
+    r, d = _pair(ctx, "rt_sigreturn", action="errno")
+    check("forbids rt_sigreturn" in r.err.decode(), "no line says why\n%s" % r.describe())
+    # rt_sigreturn killed: the shim's stand-ins for SIG_DFL step aside, and
+    # SIGTERM kills as without the shim (it died of SIGSYS).
+    _pair(ctx, "rt_sigreturn", end="term")
 
 
 def test_a_filter_on_calls_the_shim_never_makes_changes_nothing(ctx):
@@ -144,3 +152,12 @@ def _chromium_as_nobody(ctx, exe, setpriv, base):
     check(r.status.is_exit(0) and b"<p>sandboxed</p>" in r.out,
           "Chromium under the shim: %s, without it %s\n%s" % (r.status, plain.status, r.describe()))
     check("run.cpu.pprof" in pprofs(d), "the browser's own profile is missing: %s\n%s" % (pprofs(d), r.describe()))
+
+
+def test_a_trap_inside_the_shims_own_signal_handler(ctx):
+    """The sampling handler names a thread it did not start with
+    prctl(PR_GET_NAME); a filter the shim did not see traps prctl. The
+    handler blocked SIGSYS, so the kernel killed the process with it (159);
+    the trap is now answered as any other of the shim's own calls."""
+    r, d = _pair(ctx, "prctl", action="trap", how="raw")
+    check(pprofs(d) == ALL, "PROFILE_DIR holds %s\n%s" % (pprofs(d), r.describe()))

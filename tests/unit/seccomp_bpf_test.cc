@@ -108,6 +108,23 @@ TEST(what_the_kernel_would_refuse_is_not_allowed) {
   CHECK(seccomp_bpf::run(outside.data(), 2, d) == seccomp_bpf::kInvalid);
   Prog far = {jump(BPF_JMP | BPF_JEQ | BPF_K, 0, 5, 0), stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)};
   CHECK(seccomp_bpf::outcome(seccomp_bpf::run(far.data(), 2, d)) == Outcome::kKills);
+  // An offset whose end wraps around 32 bits: outside, not a read far away.
+  Prog wraps = {stmt(BPF_LD | BPF_W | BPF_ABS, 0xfffffffc), stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)};
+  CHECK(seccomp_bpf::run(wraps.data(), 2, d) == seccomp_bpf::kInvalid);
+  CHECK(!seccomp_bpf::valid(wraps.data(), 2) && !seccomp_bpf::valid(off_the_end.data(), 1) &&
+        !seccomp_bpf::valid(outside.data(), 2) && !seccomp_bpf::valid(far.data(), 2));
+  Prog shift = {stmt(BPF_ALU | BPF_LSH | BPF_K, 32), stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)};
+  Prog div0 = {stmt(BPF_ALU | BPF_DIV | BPF_K, 0), stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)};
+  CHECK(!seccomp_bpf::valid(shift.data(), 2) && !seccomp_bpf::valid(div0.data(), 2));
+}
+
+TEST(what_the_kernel_takes_is_valid) {
+  // Each filter the kernel took in the tests above.
+  Prog p = {stmt(BPF_LD | BPF_W | BPF_ABS, kNr), jump(BPF_JMP | BPF_JEQ | BPF_K, SYS_getppid, 0, 1),
+            stmt(BPF_JMP | BPF_JA, 1), stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+            stmt(BPF_LD | BPF_IMM, SECCOMP_RET_ERRNO | 5), stmt(BPF_RET | BPF_A, 0)};
+  CHECK(seccomp_bpf::valid(p.data(), unsigned(p.size())));
+  CHECK(kernel(p, SYS_getuid, 0, 0) == Outcome::kRuns);
 }
 
 
