@@ -187,9 +187,11 @@ void after_fork_in_child() {
   g_execs.store(0);
   fatal_after_fork();
   freeze::after_fork();
-  // The parent's seccomp filter is the child's: what it forbade stays off.
-  if (cfg().cpu_hz && !sandbox::running_forbidden()) sampler::reset_after_fork();
-  if (cfg().wait_sample_ns && !sandbox::running_forbidden()) waits::reset_after_fork();
+  // The parent's seccomp filter is the child's: what it forbade stays off,
+  // over fresh tables (the parent's samples are the parent's).
+  if (cfg().cpu_hz) sampler::reset_after_fork();
+  if (cfg().wait_sample_ns) waits::reset_after_fork();
+  if (cfg().wait_sample_ns && sandbox::running_forbidden()) waits::stop();
   begin_image(true);
   snapshot::after_fork_in_child(ctx().start_mono_ns);
 }

@@ -437,8 +437,15 @@ void reset_after_fork() {
     g.enabled.store(false);
     return;
   }
-  g.enabled.store(true);
   g.live_timers.store(0);  // timers are not inherited
+  // Under the parent's seccomp filter, which forbade the timers: empty
+  // tables, nothing armed, and a stop with nothing to delete (the parent's
+  // timer ids may be the child program's own by now).
+  if (sandbox::running_forbidden()) {
+    g_stopped.store(true);
+    return;
+  }
+  g.enabled.store(true);
   g.timer_quota = timer_quota();
   arm_self(&err, start_fn);
 }
