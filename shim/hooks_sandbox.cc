@@ -10,6 +10,7 @@
 // through syscall() behaves as without the shim: no frame of ours on the
 // stack it shares).
 #include <errno.h>
+#include <linux/close_range.h>
 #include <linux/seccomp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -18,6 +19,8 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 
+#include "errline.h"
+#include "fsroot.h"
 #include "sandbox.h"
 #include "signals.h"
 #include "sys.h"
@@ -91,6 +94,28 @@ extern "C" __attribute__((visibility("hidden"))) long profshim_syscall_sigaction
   return 0;
 }
 
+// syscall(SYS_close / dup2 / dup3 / close_range, ...) comes here: a
+// descriptor the shim keeps (stderr's duplicate, the saved root) closed by
+// the program through syscall() is let go, as through libc's wrappers
+// (hooks_fd.cc).
+extern "C" __attribute__((visibility("hidden"))) long profshim_syscall_fd(long nr, long a, long b, long c, long d,
+                                                                        long e, long f) {
+  bool closes = true;
+  unsigned lo = unsigned(a), hi = unsigned(a);
+  if (nr == SYS_dup2 || nr == SYS_dup3) {
+    closes = a != b;
+    lo = hi = unsigned(b);
+  } else if (nr == SYS_close_range) {
+    closes = !(c & CLOSE_RANGE_CLOEXEC);
+    hi = unsigned(b);
+  }
+  if (closes) {
+    errline::before_close(lo, hi);
+    fsroot::before_close(lo, hi);
+  }
+  return raw6(nr, a, b, c, d, e, f);
+}
+
 #if defined(__x86_64__)
 // glibc's syscall(): number in rdi, six arguments in rsi, rdx, rcx, r8, r9
 // and on the stack; -4095..-1 is an error, returned as -1 with errno.
@@ -104,6 +129,14 @@ syscall:
   je profshim_syscall_seccomp
   cmpq $)" "13" R"(, %rdi
   je profshim_syscall_sigaction
+  cmpq $)" "3" R"(, %rdi
+  je profshim_syscall_fd
+  cmpq $)" "33" R"(, %rdi
+  je profshim_syscall_fd
+  cmpq $)" "292" R"(, %rdi
+  je profshim_syscall_fd
+  cmpq $)" "436" R"(, %rdi
+  je profshim_syscall_fd
   movq %rdi, %rax
   movq %rsi, %rdi
   movq %rdx, %rsi
@@ -128,7 +161,9 @@ syscall:
   .cfi_endproc
   .size syscall, .-syscall
 )");
-static_assert(SYS_seccomp == 317 && SYS_rt_sigaction == 13, "the assembly above compares with x86-64's numbers");
+static_assert(SYS_seccomp == 317 && SYS_rt_sigaction == 13 && SYS_close == 3 && SYS_dup2 == 33 && SYS_dup3 == 292 &&
+                  SYS_close_range == 436,
+              "the assembly above compares with x86-64's numbers");
 #else
 #error "hooks_sandbox: syscall() is only written for x86_64"
 #endif
