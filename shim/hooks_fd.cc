@@ -20,39 +20,34 @@
 #define EXPORT extern "C" __attribute__((visibility("default")))
 
 EXPORT int close(int fd) {
-  errline::before_close(unsigned(fd), unsigned(fd));
-  fsroot::before_close(unsigned(fd), unsigned(fd));
+  lifecycle::before_close(unsigned(fd), unsigned(fd));
   return real::close()(fd);
 }
 
 EXPORT int dup2(int oldfd, int newfd) noexcept {
   if (oldfd != newfd) {
-    errline::before_close(unsigned(newfd), unsigned(newfd));
-    fsroot::before_close(unsigned(newfd), unsigned(newfd));
+    lifecycle::before_close(unsigned(newfd), unsigned(newfd));
   }
   return real::dup2()(oldfd, newfd);
 }
 
 EXPORT int dup3(int oldfd, int newfd, int flags) noexcept {
   if (oldfd != newfd) {
-    errline::before_close(unsigned(newfd), unsigned(newfd));
-    fsroot::before_close(unsigned(newfd), unsigned(newfd));
+    lifecycle::before_close(unsigned(newfd), unsigned(newfd));
   }
   return real::dup3()(oldfd, newfd, flags);
 }
 
 EXPORT int close_range(unsigned lo, unsigned hi, int flags) noexcept {
   if (!(flags & CLOSE_RANGE_CLOEXEC)) {
-    errline::before_close(lo, hi);
-    fsroot::before_close(lo, hi);
+    lifecycle::before_close(lo, hi);
   }
   if (real::close_range()) return real::close_range()(lo, hi, flags);
   return int(syscall(SYS_close_range, lo, hi, flags));
 }
 
 EXPORT void closefrom(int lo) noexcept {
-  errline::before_close(unsigned(lo), ~0u);
-  fsroot::before_close(unsigned(lo), ~0u);
+  lifecycle::before_close(unsigned(lo), ~0u);
   if (real::closefrom()) real::closefrom()(lo);
 }
 

@@ -19,8 +19,7 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 
-#include "errline.h"
-#include "fsroot.h"
+#include "lifecycle.h"
 #include "sandbox.h"
 #include "signals.h"
 #include "sys.h"
@@ -53,6 +52,17 @@ extern "C" __attribute__((visibility("hidden"))) long profshim_syscall_seccomp(l
   return raw6(nr, op, flags, prog, d, e, f);
 }
 
+namespace {
+bool read_action(const void* src, void* dst, size_t n) {
+  sandbox::OwnCalls own;
+  return sys::read_own(src, dst, n);
+}
+bool write_action(void* dst, const void* src, size_t n) {
+  sandbox::OwnCalls own;
+  return sys::write_own(dst, src, n);
+}
+}  // namespace
+
 // syscall(SYS_rt_sigaction, ...) comes here: a program that sets a handler
 // with the kernel's own call through syscall() (Chromium's sandbox sets its
 // SIGSYS handler so) goes through the shim's sigaction as through libc's,
@@ -69,27 +79,36 @@ extern "C" __attribute__((visibility("hidden"))) long profshim_syscall_sigaction
     uint64_t mask;
   };
   if (size != 8 || !signals::active() || (sig >= 32 && sig < SIGRTMIN)) return raw6(nr, sig, act, old, size, e, f);
-  sandbox::OwnCalls own;  // the copies' own calls are the shim's
   KernelAction k;
   struct sigaction a, o;
   memset(&a, 0, sizeof a);
   memset(&o, 0, sizeof o);
-  // The kernel's EFAULT for a bad pointer, not a fault of the shim's.
-  if (act && !sys::read_own(reinterpret_cast<const void*>(act), &k, sizeof k)) return -1;
+  // The kernel's EFAULT for a bad pointer, not a fault of the shim's. The
+  // copy's own calls are the shim's (sandbox.h), the action's the program's.
+  // Where the copy is refused, the kernel takes the call as it is.
+  if (act && !read_action(reinterpret_cast<const void*>(act), &k, sizeof k))
+    return errno == EFAULT ? -1 : raw6(nr, sig, act, old, size, e, f);
   if (act) {
     a.sa_handler = reinterpret_cast<sighandler_t>(k.handler);
     a.sa_flags = int(k.flags);
     a.sa_restorer = reinterpret_cast<void (*)()>(k.restorer);
     memcpy(&a.sa_mask, &k.mask, sizeof k.mask);
   }
-  if (signals::on_sigaction(int(sig), act ? &a : nullptr, old ? &o : nullptr) != 0) return -1;
+  // Its answer as it comes (a trap's handler may have made it up).
+  if (int rc = signals::on_sigaction(int(sig), act ? &a : nullptr, old ? &o : nullptr)) return rc;
   if (old) {
     KernelAction ko;
     ko.handler = reinterpret_cast<void*>(o.sa_handler);
     ko.flags = unsigned(o.sa_flags);
     ko.restorer = reinterpret_cast<void*>(o.sa_restorer);
     memcpy(&ko.mask, &o.sa_mask, sizeof ko.mask);
-    if (!sys::write_own(reinterpret_cast<void*>(old), &ko, sizeof ko)) return -1;
+    if (!write_action(reinterpret_cast<void*>(old), &ko, sizeof ko)) {
+      if (errno == EFAULT) return -1;
+      // Refused: the kernel's own query writes there first, or answers
+      // EFAULT (only then is the memory known to take the view).
+      if (raw6(nr, sig, 0, old, size, 0, 0) != 0) return -1;
+      memcpy(reinterpret_cast<void*>(old), &ko, sizeof ko);
+    }
   }
   return 0;
 }
@@ -109,10 +128,7 @@ extern "C" __attribute__((visibility("hidden"))) long profshim_syscall_fd(long n
     closes = !(c & CLOSE_RANGE_CLOEXEC);
     hi = unsigned(b);
   }
-  if (closes) {
-    errline::before_close(lo, hi);
-    fsroot::before_close(lo, hi);
-  }
+  if (closes) lifecycle::before_close(lo, hi);
   return raw6(nr, a, b, c, d, e, f);
 }
 

@@ -20,6 +20,7 @@
 #include "finish.h"
 #include "freeze.h"
 #include "fsroot.h"
+#include "fsroot.h"
 #include "heap.h"
 #include "image.h"
 #include "own_signal.h"
@@ -258,6 +259,12 @@ char* const* before_exec(char* const envp[]) {
 }
 
 bool in_vfork_child() { return g_state.load() != kInert && vfork_child(); }
+
+void before_close(unsigned lo, unsigned hi) {
+  if (in_vfork_child()) return;
+  errline::before_close(lo, hi);
+  fsroot::before_close(lo, hi);
+}
 
 void exec_failed(char* const envp[], char* const* env) {
   if (env != envp) free(const_cast<char**>(env));

@@ -59,6 +59,12 @@ void exec_failed(char* const envp[], char* const* env);
 // memory: the shim must write nothing there.
 bool in_vfork_child();
 
+// Before the program closes descriptors lo..hi (close, dup2 over, and the
+// like): the ones the shim keeps are let go (errline's stderr duplicate,
+// fsroot's saved root). Nothing in a vfork child, whose table is its own
+// but whose memory is the parent's.
+void before_close(unsigned lo, unsigned hi);
+
 // pthread_exit from the main thread: the process lives on until its last
 // thread ends, and libc's own exit then is not one an interposer sees.
 void main_thread_exiting();

@@ -223,7 +223,8 @@ void act_on(const struct sock_fprog& f) {
 
 // The filter as the kernel will read it, copied without touching memory
 // that may not be there (a bad pointer is the kernel's EFAULT, not a fault
-// of the shim's); false if it cannot be read.
+// of the shim's); false if it cannot be read, or the copy is refused (an
+// earlier filter's): then it is not judged.
 bool copy_filter(const void* prog, struct sock_fprog* f, struct sock_filter** insns) {
   OwnCalls own;
   if (!sys::read_own(prog, f, sizeof *f) || !f->filter || f->len == 0 || f->len > BPF_MAXINSNS) return false;

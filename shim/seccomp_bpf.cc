@@ -101,6 +101,37 @@ uint32_t run(const struct sock_filter* prog, unsigned len, const struct seccomp_
   return kInvalid;  // fell off the end: the kernel refuses such a filter
 }
 
+namespace {
+// The kernel's check_load_and_stores: a scratch word is read only where
+// every path to the read has stored it. Jumps go forward, so one pass.
+bool memory_written_before_read(const struct sock_filter* prog, unsigned len) {
+  uint16_t masks[BPF_MAXINSNS];
+  for (unsigned i = 0; i < len; ++i) masks[i] = 0xffff;
+  masks[0] = 0;
+  for (unsigned pc = 0; pc < len; ++pc) {
+    uint16_t valid = masks[pc];
+    const struct sock_filter& f = prog[pc];
+    switch (f.code) {
+      case BPF_ST:
+      case BPF_STX: valid |= uint16_t(1u << f.k); break;
+      case BPF_LD | BPF_MEM:
+      case BPF_LDX | BPF_MEM:
+        if (!(valid & (1u << f.k))) return false;
+        break;
+    }
+    if (f.code == (BPF_JMP | BPF_JA)) {
+      masks[pc + 1 + f.k] &= valid;
+    } else if (BPF_CLASS(f.code) == BPF_JMP) {
+      masks[pc + 1 + f.jt] &= valid;
+      masks[pc + 1 + f.jf] &= valid;
+    } else if (BPF_CLASS(f.code) != BPF_RET && pc + 1 < len) {
+      masks[pc + 1] &= valid;
+    }
+  }
+  return true;
+}
+}  // namespace
+
 bool valid(const struct sock_filter* prog, unsigned len) {
   if (len == 0 || len > BPF_MAXINSNS) return false;
   for (unsigned pc = 0; pc < len; ++pc) {
@@ -131,9 +162,11 @@ bool valid(const struct sock_filter* prog, unsigned len) {
       default:
         if (BPF_CLASS(f.code) == BPF_ALU) {
           const uint16_t op = BPF_OP(f.code);
-          if (op != BPF_ADD && op != BPF_SUB && op != BPF_MUL && op != BPF_DIV && op != BPF_MOD && op != BPF_OR &&
-              op != BPF_AND && op != BPF_XOR && op != BPF_LSH && op != BPF_RSH && op != BPF_NEG)
+          // seccomp's list: no BPF_MOD, and BPF_NEG only on its own.
+          if (op != BPF_ADD && op != BPF_SUB && op != BPF_MUL && op != BPF_DIV && op != BPF_OR && op != BPF_AND &&
+              op != BPF_XOR && op != BPF_LSH && op != BPF_RSH && op != BPF_NEG)
             return false;
+          if (op == BPF_NEG && BPF_SRC(f.code) == BPF_X) return false;
           if (BPF_SRC(f.code) == BPF_K && (op == BPF_DIV || op == BPF_MOD) && f.k == 0) return false;
           if (BPF_SRC(f.code) == BPF_K && (op == BPF_LSH || op == BPF_RSH) && f.k >= 32) return false;
         } else if (BPF_CLASS(f.code) == BPF_JMP) {
@@ -145,7 +178,7 @@ bool valid(const struct sock_filter* prog, unsigned len) {
         }
     }
   }
-  return BPF_CLASS(prog[len - 1].code) == BPF_RET;
+  return BPF_CLASS(prog[len - 1].code) == BPF_RET && memory_written_before_read(prog, len);
 }
 
 Outcome outcome(uint32_t ret) {

@@ -16,20 +16,31 @@
 
 namespace sys {
 
+namespace {
+// process_vm_readv/writev on this process: n on success; a short count is
+// the kernel's EFAULT for the part not mapped.
+bool copy_own(long nr, const void* from, void* to, size_t n, bool reading) {
+  struct iovec local = {reading ? to : const_cast<void*>(from), n};
+  struct iovec remote = {reading ? const_cast<void*>(from) : to, n};
+  long r = syscall(nr, syscall(SYS_getpid), &local, 1, &remote, 1, 0);
+  if (r == long(n)) return true;
+  if (r >= 0) errno = EFAULT;
+  return false;
+}
+}  // namespace
+
 bool read_own(const void* src, void* dst, size_t n) {
-  struct iovec local = {dst, n}, remote = {const_cast<void*>(src), n};
-  if (syscall(SYS_process_vm_readv, syscall(SYS_getpid), &local, 1, &remote, 1, 0) == ssize_t(n)) return true;
-  if (errno == EFAULT) return false;
-  memcpy(dst, src, n);
-  return true;
+  const int saved = errno;
+  const bool ok = copy_own(SYS_process_vm_readv, src, dst, n, true);
+  if (ok) errno = saved;
+  return ok;
 }
 
 bool write_own(void* dst, const void* src, size_t n) {
-  struct iovec local = {const_cast<void*>(src), n}, remote = {dst, n};
-  if (syscall(SYS_process_vm_writev, syscall(SYS_getpid), &local, 1, &remote, 1, 0) == ssize_t(n)) return true;
-  if (errno == EFAULT) return false;
-  memcpy(dst, src, n);
-  return true;
+  const int saved = errno;
+  const bool ok = copy_own(SYS_process_vm_writev, src, dst, n, false);
+  if (ok) errno = saved;
+  return ok;
 }
 pid_t gettid() { return pid_t(syscall(SYS_gettid)); }
 

@@ -24,9 +24,10 @@ bool fsize_limited();
 
 // Copies n bytes of this process's memory from src (read_own) or to dst
 // (write_own) without faulting where it is not mapped or not writable:
-// false with errno EFAULT then, as the kernel's answer would be. Where the
-// call itself is refused (a seccomp filter, a container's policy), the
-// copy is made directly, trusting the pointer. Signal-safe.
+// false with errno EFAULT then, as the kernel's answer would be; false with
+// the call's own errno where it is refused (a seccomp filter, a
+// container's policy): the caller cannot know, and must not touch the
+// memory itself. Signal-safe; errno kept on success.
 bool read_own(const void* src, void* dst, size_t n);
 bool write_own(void* dst, const void* src, size_t n);
 

@@ -116,6 +116,25 @@ TEST(what_the_kernel_would_refuse_is_not_allowed) {
   Prog shift = {stmt(BPF_ALU | BPF_LSH | BPF_K, 32), stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)};
   Prog div0 = {stmt(BPF_ALU | BPF_DIV | BPF_K, 0), stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)};
   CHECK(!seccomp_bpf::valid(shift.data(), 2) && !seccomp_bpf::valid(div0.data(), 2));
+  // seccomp's own refusals: BPF_MOD, BPF_NEG with X, a scratch word read
+  // before any path stored it. Each checked against the kernel too.
+  Prog mod = {stmt(BPF_ALU | BPF_MOD | BPF_K, 3), stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)};
+  Prog negx = {stmt(BPF_ALU | BPF_NEG | BPF_X, 0), stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)};
+  Prog unset = {stmt(BPF_LD | BPF_MEM, 2), stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)};
+  Prog half = {stmt(BPF_LD | BPF_W | BPF_ABS, kNr), jump(BPF_JMP | BPF_JEQ | BPF_K, 1, 0, 1), stmt(BPF_ST, 2),
+               stmt(BPF_LD | BPF_MEM, 2), stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)};
+  for (const Prog* p : {&mod, &negx, &unset, &half}) {
+    CHECK(!seccomp_bpf::valid(p->data(), unsigned(p->size())));
+    struct sock_fprog f = {uint16_t(p->size()), const_cast<sock_filter*>(p->data())};
+    pid_t pid = fork();
+    if (pid == 0) {
+      prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+      _exit(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &f) == -1 && errno == EINVAL ? 0 : 1);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);  // the kernel refuses it as well
+  }
 }
 
 TEST(what_the_kernel_takes_is_valid) {
