@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -21,11 +22,44 @@ struct At {
   const char* path;
 };
 
+// Where the held root is, as the kernel names paths outside the program's
+// new root: from the mount namespace's root. A program that started inside
+// a chroot of its own (a build root, a test's root) and chroots again sees
+// its images in /proc/self/maps as PREFIX/usr/lib/..., PREFIX being the
+// first root's place in the namespace; the shim reads those paths and must
+// take PREFIX off. Learnt once the chroot is in (before it, the held root
+// reads "/"); "" while unknown or where there is none to take.
+char g_prefix[1024];
+std::atomic<int> g_prefix_state;  // 0 unknown, 1 being written, 2 known
+
+void learn_prefix(int d) {
+  char proc[64] = "proc/self/fd/", buf[sizeof g_prefix];
+  // The descriptor's number, spelt by hand (a signal handler may ask).
+  char digits[12];
+  int nd = 0;
+  for (unsigned v = unsigned(d); nd == 0 || v; v /= 10) digits[nd++] = char('0' + v % 10);
+  size_t n = 13;
+  while (nd) proc[n++] = digits[--nd];
+  proc[n] = 0;
+  ssize_t len = ssize_t(syscall(SYS_readlinkat, d, proc, buf, sizeof buf - 1));
+  if (len <= 1 || buf[0] != '/') return;  // "/" (no chroot yet, or the namespace's own root) or unreadable
+  int unknown = 0;
+  if (!g_prefix_state.compare_exchange_strong(unknown, 1)) return;
+  memcpy(g_prefix, buf, size_t(len));
+  g_prefix[len] = 0;
+  g_prefix_state.store(2, std::memory_order_release);
+}
+
 // An absolute path from the held root ("/" itself is its "."); anything
 // else as the program would resolve it.
 At at(const char* path) {
   int d = g_held.load(std::memory_order_acquire) - 1;
   if (d < 0 || !path || path[0] != '/') return {AT_FDCWD, path};
+  if (g_prefix_state.load(std::memory_order_acquire) == 0) learn_prefix(d);
+  if (g_prefix_state.load(std::memory_order_acquire) == 2) {
+    const size_t n = strlen(g_prefix);
+    if (strncmp(path, g_prefix, n) == 0 && (path[n] == '/' || path[n] == 0)) path += n;
+  }
   while (*path == '/') ++path;
   return {d, *path ? path : "."};
 }
