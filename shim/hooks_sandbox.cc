@@ -1,7 +1,10 @@
 // hooks_sandbox: the two ways a C program puts a seccomp filter in force,
-// prctl(PR_SET_PR_SECCOMP) and syscall(SYS_seccomp) (glibc has no seccomp()
+// prctl(PR_SET_SECCOMP) and syscall(SYS_seccomp) (glibc has no seccomp()
 // wrapper; libseccomp uses syscall(), or prctl where the call is missing):
 // sandbox.h evaluates the filter first, while every call is still allowed.
+// And the calls a program makes through syscall() that the shim otherwise
+// sees through libc's wrappers: rt_sigaction, and the descriptor calls that
+// can close what the shim keeps (close, dup2, dup3, close_range).
 //
 // Both are passed on as raw system calls, as glibc's own wrappers are: the
 // shim calls them too, from signal handlers, where no lookup of the next
@@ -48,7 +51,9 @@ long raw6(long nr, long a, long b, long c, long d, long e, long f) {
 extern "C" __attribute__((visibility("hidden"))) long profshim_syscall_seccomp(long nr, long op, long flags,
                                                                              long prog, long d, long e,
                                                                              long f) {
+  const int saved = errno;  // the call's own errno only
   sandbox::before_seccomp_call(unsigned(op), unsigned(flags), reinterpret_cast<const void*>(prog));
+  errno = saved;
   return raw6(nr, op, flags, prog, d, e, f);
 }
 
@@ -79,6 +84,7 @@ extern "C" __attribute__((visibility("hidden"))) long profshim_syscall_sigaction
     uint64_t mask;
   };
   if (size != 8 || !signals::active() || (sig >= 32 && sig < SIGRTMIN)) return raw6(nr, sig, act, old, size, e, f);
+  const int saved = errno;  // kept where the call succeeds, as the kernel's
   KernelAction k;
   struct sigaction a, o;
   memset(&a, 0, sizeof a);
@@ -110,6 +116,7 @@ extern "C" __attribute__((visibility("hidden"))) long profshim_syscall_sigaction
       memcpy(reinterpret_cast<void*>(old), &ko, sizeof ko);
     }
   }
+  errno = saved;
   return 0;
 }
 
@@ -128,7 +135,11 @@ extern "C" __attribute__((visibility("hidden"))) long profshim_syscall_fd(long n
     closes = !(c & CLOSE_RANGE_CLOEXEC);
     hi = unsigned(b);
   }
-  if (closes) lifecycle::before_close(lo, hi);
+  if (closes) {
+    const int saved = errno;  // the call's own errno only
+    lifecycle::before_close(lo, hi);
+    errno = saved;
+  }
   return raw6(nr, a, b, c, d, e, f);
 }
 
@@ -190,6 +201,10 @@ EXPORT int prctl(int option, ...) noexcept {
   unsigned long a2 = va_arg(ap, unsigned long), a3 = va_arg(ap, unsigned long);
   unsigned long a4 = va_arg(ap, unsigned long), a5 = va_arg(ap, unsigned long);
   va_end(ap);
-  if (option == PR_SET_SECCOMP) sandbox::before_prctl_seccomp(a2, reinterpret_cast<const void*>(a3));
+  if (option == PR_SET_SECCOMP) {
+    const int saved = errno;  // the call's own errno only
+    sandbox::before_prctl_seccomp(a2, reinterpret_cast<const void*>(a3));
+    errno = saved;
+  }
   return int(raw6(SYS_prctl, option, long(a2), long(a3), long(a4), long(a5), 0));
 }
