@@ -80,11 +80,8 @@ void each_thread(int dirfd, Fn fn) {
 // Whether a thread blocks sig in the kernel.
 bool blocks(int32_t tid, int sig) {
   char path[48] = "/proc/self/task/";
-  char digits[12];
-  int nd = 0;
-  for (int32_t t = tid; t > 0 && nd < 11; t /= 10) digits[nd++] = char('0' + t % 10);
   size_t len = 16;
-  while (nd > 0) path[len++] = digits[--nd];
+  if (tid > 0) len = size_t(sys::put_uint(path + len, unsigned(tid)) - path);
   const char tail[] = "/status";
   for (size_t i = 0; i < sizeof tail; ++i) path[len + i] = tail[i];
   int fd = fsroot::open(path, O_RDONLY | O_CLOEXEC);

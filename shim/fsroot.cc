@@ -34,13 +34,7 @@ std::atomic<int> g_prefix_state;  // 0 unknown, 1 being written, 2 known
 
 void learn_prefix(int d) {
   char proc[64] = "proc/self/fd/", buf[sizeof g_prefix];
-  // The descriptor's number, spelt by hand (a signal handler may ask).
-  char digits[12];
-  int nd = 0;
-  for (unsigned v = unsigned(d); nd == 0 || v; v /= 10) digits[nd++] = char('0' + v % 10);
-  size_t n = 13;
-  while (nd) proc[n++] = digits[--nd];
-  proc[n] = 0;
+  *sys::put_uint(proc + 13, unsigned(d)) = 0;  // a signal handler may ask: no snprintf
   ssize_t len = ssize_t(syscall(SYS_readlinkat, d, proc, buf, sizeof buf - 1));
   if (len <= 1 || buf[0] != '/') return;  // "/" (no chroot yet, or the namespace's own root) or unreadable
   int unknown = 0;

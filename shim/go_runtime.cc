@@ -344,12 +344,8 @@ extern "C" void profshim_go_exit(int status, uintptr_t sp) {
   char* p = go_runtime::g_how;
   memcpy(p, kHow, sizeof kHow - 1);
   p += sizeof kHow - 1;
-  char digits[12];
-  int n = 0;
-  unsigned v = status < 0 ? 0u - unsigned(status) : unsigned(status);  // INT_MIN too
-  do digits[n++] = char('0' + v % 10); while (v /= 10);
   if (status < 0) *p++ = '-';
-  while (n) *p++ = digits[--n];
+  p = sys::put_uint(p, status < 0 ? 0u - unsigned(status) : unsigned(status));  // INT_MIN too
   *p++ = ')', *p = 0;
   // Go ends the process from its signal handler too (SIGQUIT, a fault in
   // C code, glibc's abort): the code it interrupted may hold malloc's lock,

@@ -29,6 +29,14 @@ bool copy_own(long nr, const void* from, void* to, size_t n, bool reading) {
 }
 }  // namespace
 
+char* put_uint(char* out, unsigned long v) {
+  char digits[20];
+  int n = 0;
+  do digits[n++] = char('0' + v % 10); while (v /= 10);
+  while (n) *out++ = digits[--n];
+  return out;
+}
+
 bool read_own(const void* src, void* dst, size_t n) {
   const int saved = errno;
   const bool ok = copy_own(SYS_process_vm_readv, src, dst, n, true);

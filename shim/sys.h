@@ -31,6 +31,11 @@ bool fsize_limited();
 bool read_own(const void* src, void* dst, size_t n);
 bool write_own(void* dst, const void* src, size_t n);
 
+// Writes v in decimal at out (no terminating NUL) and returns the end:
+// a number into a path or a line where snprintf may not run (a signal
+// handler). out must have room for 20 digits.
+char* put_uint(char* out, unsigned long v);
+
 // Futex on a 32-bit word: wait while *word == expect, at most timeout_ns.
 void futex_wait(volatile uint32_t* word, uint32_t expect, uint64_t timeout_ns);
 void futex_wake(volatile uint32_t* word);
