@@ -63,7 +63,9 @@ $(BUILD)/.dep-files:
 
 # Debian's archive with its code moved into one named section, so the shim
 # knows the allocator's address range exactly (__start_/__stop_profshim_alloc)
-# and cuts heap stacks at the allocation call (docs/DESIGN.md). Its API is
+# and cuts heap stacks at the allocation call (docs/DESIGN.md); its profiling
+# code (prof*.o) into a second one (profshim_heapprof), so that CPU spent
+# sampling the heap is labeled the shim's (wrappers.h). Its API is
 # renamed profshim_je_*: the program's calls reach the shim's functions,
 # which pass them to jemalloc only when the heap is profiled and to the next
 # allocator otherwise (shim/alloc_choice.h); the shim calls the originals.
@@ -89,6 +91,11 @@ $(BUILD)/jemalloc_pic.a: $(LIBDIR)/libjemalloc_pic.a Makefile | $(BUILD)/.deps-o
 	        --redefine-sym curpages=profshim_je_curpages --globalize-symbol=profshim_je_curpages \
 	        --redefine-sym open=profshim_je_open --redefine-sym creat=profshim_je_creat --remove-section=.init_array $< $@.tmp
 	ar d $@.tmp jemalloc_cpp.pic.o
+	rm -rf $@.prof && mkdir $@.prof
+	cd $@.prof && ar x ../$(notdir $@).tmp $$(ar t ../$(notdir $@).tmp | grep '^prof')
+	for o in $@.prof/*.o; do objcopy --rename-section profshim_alloc=profshim_heapprof $$o || exit 1; done
+	ar r $@.tmp $@.prof/*.o
+	rm -rf $@.prof
 	mv -f $@.tmp $@
 
 # On a fresh machine the archives come with install-deps, run once, as

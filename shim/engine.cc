@@ -34,6 +34,7 @@ Self self_ranges(const std::vector<procmaps::Line>& lines) {
   Self s;
   s.wrap = {wrappers::begin(), wrappers::end()};
   s.alloc = {wrappers::alloc_begin(), wrappers::alloc_end()};
+  s.heap_profiling = {wrappers::heap_profiling_begin(), wrappers::heap_profiling_end()};
   uint64_t me = reinterpret_cast<uint64_t>(&self_ranges);
   for (const auto& mine : lines) {
     if (me < mine.start || me >= mine.end) continue;

@@ -61,10 +61,11 @@ struct Part {
 struct Self {
   struct Range { uint64_t lo, hi; };
   std::vector<Range> text;
-  Range wrap{0, 0}, alloc{0, 0};
+  Range wrap{0, 0}, alloc{0, 0}, heap_profiling{0, 0};
   bool in_text(uint64_t pc) const;
   bool in_wrap(uint64_t pc) const { return pc >= wrap.lo && pc < wrap.hi; }
-  bool in_alloc(uint64_t pc) const { return pc >= alloc.lo && pc < alloc.hi; }
+  bool in_heap_profiling(uint64_t pc) const { return pc >= heap_profiling.lo && pc < heap_profiling.hi; }
+  bool in_alloc(uint64_t pc) const { return (pc >= alloc.lo && pc < alloc.hi) || in_heap_profiling(pc); }
   // Work done here on a program's thread is the program's call's cost,
   // shown at the caller.
   bool shim_own(uint64_t pc) const { return in_wrap(pc) || (in_text(pc) && !in_alloc(pc)); }

@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "alloc_choice.h"
 #include "engine.h"
 #include "sampler.h"
 #include "stackwalk.h"
@@ -31,6 +32,9 @@ struct Walk {
   const Self* self;
   Part* part;
   bool advance;  // a snapshot: the marks move to now
+  // jemalloc serves this image's malloc (the heap is profiled): a sample in
+  // the allocator is in the shim's jemalloc, not the program's allocator.
+  bool jemalloc;
   uint64_t run_nanos;  // the whole table's, since the image began
   std::unordered_map<uint32_t, std::string> names;
 };
@@ -59,8 +63,13 @@ void add(const sampler::Stack& st, void* arg) {
   uint64_t count = st.count >= was.count ? st.count - was.count : st.count;
   uint64_t nanos = st.nanos >= was.nanos ? st.nanos - was.nanos : st.nanos;
   Sample s;
+  const char* shims = nullptr;
   for (uint32_t i = 0; i < st.depth; ++i) {
     uint64_t addr = stackwalk::lookup_addr(st.pcs[i]);
+    if (w->self->in_heap_profiling(addr))
+      shims = "heap-profiling";
+    else if (!shims && w->jemalloc && w->self->in_alloc(addr))
+      shims = "allocator";
     if (!w->self->shim_own(addr)) s.addrs.push_back(addr);
   }
   if (s.addrs.empty()) return;  // all the shim's (its own threads are not sampled)
@@ -68,6 +77,13 @@ void add(const sampler::Stack& st, void* arg) {
   if (!count && !nanos) return;
   s.values = {int64_t(count), int64_t(nanos)};
   s.labels = labels_of(st, w);
+  if (shims) {
+    // What the program pays for being profiled, apart from its own work
+    // (docs/CONTRACT.md, labels): -tagignore=profshim=heap-profiling.
+    pprof::Label l;
+    l.key = "profshim", l.str = shims;
+    s.labels.push_back(l);
+  }
   w->part->samples.push_back(std::move(s));
 }
 
@@ -94,7 +110,7 @@ bool collect(Why why, const When& when, const Self& self, Part* out, std::string
   out->period = int64_t(sampler::period_ns());
   out->time_ns = int64_t(g.window_real);
   out->duration_ns = int64_t(when.mono_ns > g.window_mono ? when.mono_ns - g.window_mono : 0);
-  Walk w{&self, out, snapshot, 0, {}};
+  Walk w{&self, out, snapshot, alloc_choice::jemalloc(), 0, {}};
   sampler::for_each(add, &w);
   if (snapshot)
     g.window_mono = when.mono_ns, g.window_real = when.real_ns;

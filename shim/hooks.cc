@@ -205,6 +205,9 @@ extern "C" char __stop_profshim_wrap[] __attribute__((weak, visibility("hidden")
 extern "C" char __start_profshim_alloc[] __attribute__((weak, visibility("hidden")));
 extern "C" char __stop_profshim_alloc[] __attribute__((weak, visibility("hidden")));
 
+extern "C" char __start_profshim_heapprof[] __attribute__((weak, visibility("hidden")));
+extern "C" char __stop_profshim_heapprof[] __attribute__((weak, visibility("hidden")));
+
 extern "C" char __start_profshim_wait[] __attribute__((weak, visibility("hidden")));
 extern "C" char __stop_profshim_wait[] __attribute__((weak, visibility("hidden")));
 
@@ -213,6 +216,8 @@ uint64_t begin() { return uint64_t(__start_profshim_wrap); }
 uint64_t end() { return uint64_t(__stop_profshim_wrap); }
 uint64_t alloc_begin() { return uint64_t(__start_profshim_alloc); }
 uint64_t alloc_end() { return uint64_t(__stop_profshim_alloc); }
+uint64_t heap_profiling_begin() { return uint64_t(__start_profshim_heapprof); }
+uint64_t heap_profiling_end() { return uint64_t(__stop_profshim_heapprof); }
 bool in_wait(uint64_t pc) { return pc >= uint64_t(__start_profshim_wait) && pc < uint64_t(__stop_profshim_wait); }
 }  // namespace wrappers
 

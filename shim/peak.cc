@@ -54,9 +54,10 @@ __attribute__((noinline)) void check(uint64_t pages) {
   if (!g.wake()) g.asked.store(false);
 }
 
-// In the allocator's section: jemalloc's unwind starts inside this frame,
-// and every heap stack is cut at the allocation call (wrappers.h).
-PROFSHIM_ALLOC void hook(void** vec, unsigned* len, unsigned max) {
+// In the allocator's range: jemalloc's unwind starts inside this frame,
+// and every heap stack is cut at the allocation call (wrappers.h); in the
+// heap profile's own part of it, as this is the shim's cost.
+PROFSHIM_HEAP_PROFILING void hook(void** vec, unsigned* len, unsigned max) {
   g.jemallocs(vec, len, max);
   *len = go_stacks::after_c_frame(vec, *len, max);  // an allocation in C called from Go
   if (!g.on.load(std::memory_order_relaxed)) return;

@@ -9,13 +9,21 @@
 // The allocator: jemalloc's code (moved into this section at build time) and
 // the shim's own malloc-family functions.
 #define PROFSHIM_ALLOC __attribute__((section("profshim_alloc"), noinline, used))
+// The heap profile's own work inside the allocator: jemalloc's profiling
+// code (its prof*.o, moved here at build time) and the shim's unwind of a
+// sampled allocation. Part of the allocator for every cut; a CPU sample
+// taken in it is the shim's cost, and labeled so.
+#define PROFSHIM_HEAP_PROFILING __attribute__((section("profshim_heapprof"), noinline, used))
 
 namespace wrappers {
 uint64_t begin();
 uint64_t end();
 uint64_t alloc_begin();
 uint64_t alloc_end();
-inline bool in_alloc(uint64_t pc) { return pc >= alloc_begin() && pc < alloc_end(); }
+uint64_t heap_profiling_begin();
+uint64_t heap_profiling_end();
+inline bool in_heap_profiling(uint64_t pc) { return pc >= heap_profiling_begin() && pc < heap_profiling_end(); }
+inline bool in_alloc(uint64_t pc) { return (pc >= alloc_begin() && pc < alloc_end()) || in_heap_profiling(pc); }
 // The wait profile's wrappers of blocking calls (hooks_wait.cc), in a
 // section of their own (profshim_wait).
 bool in_wait(uint64_t pc);

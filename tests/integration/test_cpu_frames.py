@@ -16,7 +16,8 @@ records the library's sampled addresses (unload.h). That runs on the
 program's thread; its frames (libprofshim.so's code other than the allocator
 it serves the program with) must not be in the program's CPU profile. Shim
 frames are told by their location's mapping (libprofshim.so) and file
-offset (outside the profshim_alloc section, where the allocator is).
+offset (outside the profshim_alloc and profshim_heapprof sections, where
+the allocator is).
 """
 
 import os
@@ -144,20 +145,75 @@ def test_dlclose_loop_has_no_shim_frames(ctx):
     prof = ctx.read(_cpu_file(d), r)
     real = os.path.realpath(ctx.lib)
     shim = {m.id: m for m in prof.mappings if os.path.basename(m.file) == os.path.basename(real)}
-    lo, size = _section(real, "profshim_alloc")
+    # The allocator: jemalloc, and its heap-profiling code in a section of its own.
+    alloc = [_section(real, "profshim_alloc"), _section(real, "profshim_heapprof")]
     bad, bad_cpu = [], 0
     cpu = prof.index("cpu")
     for s in prof.samples:
         for lid in s.location_ids:
             loc = prof.locations[lid]
             m = shim.get(loc.mapping)
-            if m is not None and not lo <= loc.address - m.start + m.offset < lo + size:
+            off = None if m is None else loc.address - m.start + m.offset
+            if off is not None and not any(lo <= off < lo + size for lo, size in alloc):
                 bad.append(s)
                 bad_cpu += s.values[cpu]
                 break
     check(not bad, "%d samples (%.3f s of %.3f s) go through the shim's own code (libprofshim.so outside "
-          "profshim_alloc), e.g.:\n%s\n%s" % (len(bad), bad_cpu / 1e9, prof.total("cpu") / 1e9, indent(
+          "profshim_alloc and profshim_heapprof), e.g.:\n%s\n%s" % (len(bad), bad_cpu / 1e9, prof.total("cpu") / 1e9, indent(
               "\n".join(_stack_text(prof, s) for s in bad[:3])), prof.cum_table("cpu")))
     work = prof.cum("cycle_work", "cpu")
     check(work >= 0.5 * 3000 * 100e3, "the plugin's cycle_work has %.3f s of the ~0.3 s it burned\n%s" % (
         work / 1e9, prof.cum_table("cpu")))
+
+
+def _sample_labels(s):
+    out = {}
+    for line in s.labels:
+        for k, v in re.findall(r"(\w+):\[([^\]]*)\]", line):
+            out[k] = v
+    return out
+
+
+def _in_shim(prof, s):
+    shim = {m.id for m in prof.mappings if os.path.basename(m.file) == "libprofshim.so"}
+    return any(m in shim for m in s.frame_mappings)
+
+
+_SAMPLING = ("prof_backtrace_impl", "je_prof_backtrace", "je_prof_tctx_create")
+
+
+def test_the_shims_allocator_and_heap_sampling_are_labeled_in_the_cpu_profile(ctx):
+    """With the heap profiled, jemalloc inside the shim serves the program's
+    malloc, and a sampled allocation's stack is walked: both are the shim's,
+    not the program's own work. heap_hold makes 786432 small allocations,
+    every one of them sampled (PROFILE_HEAP_SAMPLE=64), at 1000 Hz: every CPU
+    sample with a frame of the shim's is labeled profshim, those inside the
+    sampled allocation's walk heap-profiling, and they have some CPU. Under
+    PROFILE_HEAP_SAMPLE=0 the program's own allocator serves and no sample
+    is labeled."""
+    r, d = ctx.profile(["heap_hold", "return"], PROFILE_CPU_HZ=1000, PROFILE_HEAP_SAMPLE=64)
+    prof = ctx.read(_cpu_file(d), r)
+    i = prof.index("cpu")
+    seen = {}
+    for s in prof.samples:
+        tag = _sample_labels(s).get("profshim")
+        names = {f.name for loc in (prof.locations[l] for l in s.location_ids) for f in loc.frames}
+        if _in_shim(prof, s):
+            check(tag in ("allocator", "heap-profiling"),
+                  "a sample in the shim's code is labeled profshim:[%s], want allocator or heap-profiling: %s"
+                  % (tag, _stack_text(prof, s)))
+        elif tag is not None:
+            fail("a sample with no frame of the shim's is labeled profshim:[%s]: %s" % (tag, _stack_text(prof, s)))
+        if names & set(_SAMPLING):
+            check(tag == "heap-profiling", "a sample inside the walk of a sampled allocation is labeled "
+                  "profshim:[%s], want heap-profiling: %s" % (tag, _stack_text(prof, s)))
+        seen[tag] = seen.get(tag, 0) + s.values[i]
+    check(seen.get("heap-profiling", 0) > 0 and seen.get("allocator", 0) > 0,
+          "CPU by profshim label (nanoseconds): %s; want some under heap-profiling and allocator, every "
+          "allocation being sampled\n%s" % (seen, r.describe()))
+
+    r, d = ctx.profile(["heap_hold", "return"], PROFILE_CPU_HZ=1000, PROFILE_HEAP_SAMPLE=0)
+    prof = ctx.read(_cpu_file(d), r)
+    tagged = [s for s in prof.samples if "profshim" in _sample_labels(s)]
+    check(not tagged, "the program's own allocator serves (PROFILE_HEAP_SAMPLE=0), yet %d samples are "
+          "labeled profshim, e.g. %s" % (len(tagged), tagged and _stack_text(prof, tagged[0])))
