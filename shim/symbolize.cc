@@ -274,6 +274,7 @@ Result Session::Impl::resolve(uint64_t pc) {
   if (const char* go = go_unwind::name_of(pc)) {
       r.frames.emplace_back();
       r.frames.back().name = r.frames.back().system_name = go;
+      r.go_tables = true;
       return r;
     }
   const bool keep = cacheable(m);
@@ -318,6 +319,7 @@ bool Session::Impl::cacheable(int m) const {
 
 void Coverage::add(const Result& r) {
   ++locations;
+  go_tables += r.go_tables;
   if (r.frames.empty()) return;
   ++functions;
   bool files = true, lines = true;
@@ -331,7 +333,7 @@ void Coverage::add(const Result& r) {
 }
 
 void Coverage::apply(pprof::Mapping* m) const {
-  m->has_functions = locations && functions == locations;
+  m->has_functions = locations && (functions == locations || go_tables);
   m->has_filenames = locations && filenames == locations;
   m->has_line_numbers = locations && line_numbers == locations;
   m->has_inline_frames = locations && inline_frames == locations;

@@ -22,13 +22,18 @@ struct Result {
   int mapping = -1;                  // index into Session::mappings(), -1 if none
   std::vector<pprof::Frame> frames;  // innermost first; empty if unknown
   bool inlines_known = false;        // found in DWARF: inlined calls, if any, are in frames
+  bool go_tables = false;            // named by a stripped Go binary's own tables
 };
 
 // What the locations of one mapping have. pprof reads a mapping's has_*
 // flags as "every location here has it" and then never symbolizes the
-// mapping itself, so a flag is set only when all of them do.
+// mapping itself, so a flag is set only when all of them do. Except in a
+// stripped Go binary: pprof's own lookup there names the wrong function
+// (runtime.goexit's entry as runtime.gcWriteBarrier, Go 1.19) and has no
+// name for its C code either, so a mapping Go's tables named is marked
+// named, and pprof leaves it as written.
 struct Coverage {
-  uint64_t locations = 0, functions = 0, filenames = 0, line_numbers = 0, inline_frames = 0;
+  uint64_t locations = 0, functions = 0, filenames = 0, line_numbers = 0, inline_frames = 0, go_tables = 0;
   void add(const Result& r);
   void apply(pprof::Mapping* m) const;  // sets the four has_* flags
 };

@@ -228,6 +228,12 @@ def test_stripped_go_program(ctx):
     share = _share_in_main(prof)
     check(share >= 0.5, "only %.0f%% of the CPU in stacks that reach main.\n%s" % (
         100.0 * share, prof.cum_table("cpu")))
+    # As a user reads it, with the binary where the profile says: pprof's
+    # own lookup in a stripped Go binary names runtime.goexit's entry
+    # runtime.gcWriteBarrier, so it must leave the names the shim wrote.
+    top = ctx.pprof.top(os.path.join(d, "run.cpu.pprof"), cum=True, nodecount=15, symbolize_none=False)
+    check("runtime.goexit" in top and "gcWriteBarrier" not in top,
+          "read with the binary at hand, the stacks do not end at runtime.goexit:\n%s" % indent(top))
 
 
 def test_go_ends_itself_from_a_signal_handler_over_malloc(ctx):
