@@ -41,10 +41,8 @@ def _cpu_profile_read(ctx, d, r, what, program):
     return prof
 
 
-def test_beam_with_spinning_processes(ctx):
-    """erl with 4 Erlang processes that build and fold lists (garbage for
-    the collector), ~1 s of CPU. Five runs: each exits 0 with the same
-    output as the plain run, and beam.smp's CPU profile is readable."""
+def _spin_module(ctx):
+    """erl, and a directory holding spin.beam (erlc of tests/workloads/erl/spin.erl)."""
     erl, erlc = shutil.which("erl"), shutil.which("erlc")
     if not erl or not erlc:
         raise Skip("erl or erlc not found: scripts/install-deps installs erlang-base")
@@ -52,6 +50,14 @@ def test_beam_with_spinning_processes(ctx):
     p = subprocess.run([erlc, "-o", d, workload_source(os.path.join("erl", "spin.erl"))], stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, timeout=120)
     check(p.returncode == 0, "erlc failed:\n%s" % indent(clip(p.stdout)))
+    return erl, d
+
+
+def test_beam_with_spinning_processes(ctx):
+    """erl with 4 Erlang processes that build and fold lists (garbage for
+    the collector), ~1 s of CPU. Five runs: each exits 0 with the same
+    output as the plain run, and beam.smp's CPU profile is readable."""
+    erl, d = _spin_module(ctx)
     argv = [erl, "-noshell", "-pa", d, "-run", "spin", "main", "3000"]
     plain = run(ctx, argv, env=ctx.env(preload=False, HOME=d))
     check(plain.status.is_exit(0) and plain.stdout_text.count("process ") == 4,
@@ -78,13 +84,7 @@ def test_beam_jit_code_is_named_from_its_perf_map(ctx):
     ($spin:..., $lists:...), with a share of its CPU (about 20% at 1000 Hz
     here; the rest is the emulator's own C). Without the map they are
     unnamed beam.smp code."""
-    erl, erlc = shutil.which("erl"), shutil.which("erlc")
-    if not erl or not erlc:
-        raise Skip("erl or erlc not found: scripts/install-deps installs erlang-base")
-    d = ctx.mkdtemp("erl")
-    p = subprocess.run([erlc, "-o", d, workload_source(os.path.join("erl", "spin.erl"))], stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT, timeout=120)
-    check(p.returncode == 0, "erlc failed:\n%s" % indent(clip(p.stdout)))
+    erl, d = _spin_module(ctx)
     pd = ctx.mkdtemp("prof")
     argv = [erl, "+JPperf", "true", "-noshell", "-pa", d, "-run", "spin", "main", "3000"]
     r = run(ctx, argv, env=prof_env(ctx, pd, PROFILE_CPU_HZ=1000, PROFILE_HEAP_SAMPLE=0, HOME=d))
