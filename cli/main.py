@@ -24,12 +24,16 @@ flat time or bytes. -i picks the sample type (heap: inuse_space,
 alloc_space, ...); --lines ranks file:line instead of functions; what
 follows -- goes to pprof as it is. A CPU or wait profile's numbered
 snapshots (each the CPU since the one before) are read with it: the run.""",
-    "diff": """usage: profshim diff [-n N] [-i SAMPLE_INDEX] [--lines] BASE NEW [-- PPROF_OPTION...]
+    "diff": """usage: profshim diff [-n N] [-i SAMPLE_INDEX] [--lines] [--abs] BASE NEW [-- PPROF_OPTION...]
 
 What changed from BASE to NEW: two files of one kind, or DIR/NAME twice
-(each kind both have), or two directories (their latest runs' roots). CPU and wait profiles are subtracted with
-`go tool pprof -base` (counts since the start); a heap profile, the
-state at one moment, with `-diff_base`.""",
+(each kind both have), or two directories (their latest runs' roots). Per
+function, its share of its own run's total (flat and cum), base and new,
+the change, and ±3σ: three standard errors of the sampling, from the
+profile's own sample rate. CHANGED: beyond that; noise: within it. Largest
+change first, N rows (default 20). --abs: the values instead of shares
+(for runs of a fixed amount of work). With options after --, pprof's own
+difference instead (`go tool pprof -base`, a heap's `-diff_base`).""",
     "check": """usage: profshim check [--env-file FILE | --unit NAME] [-- COMMAND]
 
 What the shim would do with an environment: this command's (default), an
