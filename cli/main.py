@@ -46,12 +46,16 @@ PROFILE_* name that is not the shim's, with the one it resembles (the shim
 ignores those, and says nothing at all while inert). With COMMAND: whether
 the loader would preload into it. Writes nothing. Exit status: 0, 1 for an
 unknown name, 78 when the shim would refuse.""",
-    "report": """usage: profshim report [-o FILE.html] [--images N] [--nodes N] DIR|DIR/NAME
+    "report": """usage: profshim report [-o FILE.html] [--images N] [--nodes N] [--base OLD] DIR|DIR/NAME
 
-Writes one self-contained HTML page (no server, no network): the images as
-`profshim ls` lists them, then for the root and the N (default 8) largest
-other images, each profile's top table and its call graph (`go tool pprof
--svg`, graphviz's dot), and memory over time where a NAME.mem.tsv exists.
+Writes one self-contained HTML page (no server, no network): contents,
+the images as `profshim ls` lists them, then for the root and the N
+(default 8) largest other images, each profile's flame graph (click to
+zoom), its top functions, its call graph (`go tool pprof -svg`, graphviz's
+dot), CPU and waits by thread, and memory over time where a NAME.mem.tsv
+exists. C++ names are shortened (std::vector<…>::push_back(…)); hover for
+the full name. --base OLD (DIR or DIR/NAME): first, the root's change from
+OLD, as `profshim diff` reckons it, with a flame graph coloured by change.
 Default output: DIR/NAME.report.html, or DIR/report.html.""",
 }
 
