@@ -11,7 +11,6 @@ graph and the tables above it keep them apart, with the full names."""
 import gzip
 import os
 import shutil
-import struct
 import tempfile
 
 import gopprof
@@ -31,37 +30,16 @@ def _varint(v):
             return bytes(out)
 
 
-def _raw_fields(buf):
-    """(field number, value or span, the field's bytes (start, end))."""
-    i = 0
-    while i < len(buf):
-        start = i
-        key, i = pprofile._varint(buf, i)
-        num, wt = key >> 3, key & 7
-        if wt == 0:
-            v, i = pprofile._varint(buf, i)
-        elif wt == 2:
-            n, i = pprofile._varint(buf, i)
-            v, i = (i, i + n), i + n
-        elif wt == 1:
-            v, i = struct.unpack_from("<q", buf, i)[0], i + 8
-        elif wt == 5:
-            v, i = struct.unpack_from("<i", buf, i)[0], i + 4
-        else:
-            raise ValueError("wire type %d at byte %d" % (wt, i))
-        yield num, v, (start, i)
-
-
 def short_names(data):
     """The profile (uncompressed bytes) with its function names shortened."""
     name_ids = set()
-    for num, v, _ in _raw_fields(data):
+    for num, _, v, _ in pprofile._spans(data):
         if num == 5:  # Function: name = 2
             for n2, _, v2 in pprofile._fields(data, *v):
                 if n2 == 2:
                     name_ids.add(v2)
     out, k = bytearray(), 0
-    for num, v, (start, end) in _raw_fields(data):
+    for num, _, v, (start, end) in pprofile._spans(data):
         if num == 6:
             if k in name_ids:
                 text = names.shorten(data[v[0]:v[1]].decode("utf-8", "replace")).encode("utf-8")
