@@ -5,9 +5,12 @@ budgets (nothing changed), the same job with one function made twice as
 fast (that function changed), and one heap held twice (nothing changed)."""
 
 import os
+import re
+import subprocess
+import sys
 
-from cli_helpers import diff_table, figure, profshim
-from common import check, indent
+from cli_helpers import CLI, diff_table, figure, profshim
+from common import check, find_go, indent
 
 
 def _run(ctx, tag, args, hz="100"):
@@ -59,3 +62,34 @@ def test_diff_of_the_same_heap_twice_flags_nothing(ctx):
     changed = sorted(f for f, (v, _) in table.items() if v == "CHANGED")
     check(not changed, "the same heap twice; flagged %s:\n%s" % (changed, indent(text)))
     check("sampled every 512.0 KiB" in text, "the heap's sample rate is read from the profile:\n%s" % indent(text))
+
+
+def test_the_sample_reader_agrees_with_pprof(ctx):
+    # diff and the report read the samples themselves (cli/stacks.py): each
+    # function's flat and cum, by kind, must be pprof's to the unit, with
+    # the heap's drop_frames applied as pprof applies them.
+    sys.path.insert(0, CLI)
+    import compare
+    import stacks
+    d = ctx.mkdtemp("prof")
+    r = profshim(ctx, ["run", "-d", d, "-n", "cc", "--", ctx.workload("report_cc"), "2"])
+    check(r.rc == 0, "report_cc under profshim run:\n%s" % r.describe())
+    go = find_go()
+    for kind, unit in (("cpu", "ns"), ("heap", "B"), ("wait", "ns")):
+        path = os.path.join(d, "cc.%s.pprof" % kind)
+        p = stacks.read(path)
+        side = compare.Side([p], p.default_type, False)
+        out = subprocess.run([go, "tool", "pprof", "-symbolize=none", "-top", "-nodecount=100000", "-nodefraction=0",
+                              "-edgefraction=0", "-unit=" + unit, path], capture_output=True, env=ctx.env(preload=False))
+        theirs = {}
+        for line in out.stdout.decode(errors="replace").splitlines():
+            # pprof writes a zero without its unit.
+            m = re.match(r"^\s*(\d+)(?:%s)?\s+[\d.]+%%\s+[\d.]+%%\s+(\d+)(?:%s)?\s+[\d.]+%%\s+(.+)$" % (unit, unit),
+                         line)
+            if m:
+                theirs[m.group(3)] = (int(m.group(1)), int(m.group(2)))
+        ours = {k: (side.flat.get(k, 0), side.cum[k]) for k in side.cum}
+        check(out.returncode == 0 and theirs and theirs == ours,
+              "%s: per function (flat, cum), pprof's and ours differ:\n  only pprof: %s\n  only ours: %s" % (
+                  kind, sorted(set(theirs.items()) - set(ours.items()))[:5],
+                  sorted(set(ours.items()) - set(theirs.items()))[:5]))
