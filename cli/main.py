@@ -24,12 +24,16 @@ flat time or bytes. -i picks the sample type (heap: inuse_space,
 alloc_space, ...); --lines ranks file:line instead of functions; what
 follows -- goes to pprof as it is. A CPU or wait profile's numbered
 snapshots (each the CPU since the one before) are read with it: the run.""",
-    "diff": """usage: profshim diff [-n N] [-i SAMPLE_INDEX] [--lines] BASE NEW [-- PPROF_OPTION...]
+    "diff": """usage: profshim diff [-n N] [-i SAMPLE_INDEX] [--lines] [--abs] BASE NEW [-- PPROF_OPTION...]
 
 What changed from BASE to NEW: two files of one kind, or DIR/NAME twice
-(each kind both have), or two directories (their latest runs' roots). CPU and wait profiles are subtracted with
-`go tool pprof -base` (counts since the start); a heap profile, the
-state at one moment, with `-diff_base`.""",
+(each kind both have), or two directories (their latest runs' roots). Per
+function, its share of its own run's total (flat and cum), base and new,
+the change, and ±3σ: three standard errors of the sampling, from the
+profile's own sample rate. CHANGED: beyond that; noise: within it. Largest
+change first, N rows (default 20). --abs: the values instead of shares
+(for runs of a fixed amount of work). With options after --, pprof's own
+difference instead (`go tool pprof -base`, a heap's `-diff_base`).""",
     "check": """usage: profshim check [--env-file FILE | --unit NAME] [-- COMMAND]
 
 What the shim would do with an environment: this command's (default), an
@@ -42,12 +46,16 @@ PROFILE_* name that is not the shim's, with the one it resembles (the shim
 ignores those, and says nothing at all while inert). With COMMAND: whether
 the loader would preload into it. Writes nothing. Exit status: 0, 1 for an
 unknown name, 78 when the shim would refuse.""",
-    "report": """usage: profshim report [-o FILE.html] [--images N] [--nodes N] DIR|DIR/NAME
+    "report": """usage: profshim report [-o FILE.html] [--images N] [--nodes N] [--base OLD] DIR|DIR/NAME
 
-Writes one self-contained HTML page (no server, no network): the images as
-`profshim ls` lists them, then for the root and the N (default 8) largest
-other images, each profile's top table and its call graph (`go tool pprof
--svg`, graphviz's dot), and memory over time where a NAME.mem.tsv exists.
+Writes one self-contained HTML page (no server, no network): contents,
+the images as `profshim ls` lists them, then for the root and the N
+(default 8) largest other images, each profile's flame graph (click to
+zoom), its top functions, its call graph (`go tool pprof -svg`, graphviz's
+dot), CPU and waits by thread, and memory over time where a NAME.mem.tsv
+exists. C++ names are shortened (std::vector<…>::push_back(…)); hover for
+the full name. --base OLD (DIR or DIR/NAME): first, the root's change from
+OLD, as `profshim diff` reckons it, with a flame graph coloured by change.
 Default output: DIR/NAME.report.html, or DIR/report.html.""",
 }
 

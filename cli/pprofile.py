@@ -70,8 +70,16 @@ def _varint(buf, i):
 def _fields(buf, start=0, end=None):
     """(field number, wire type, value) for each field of one message; a
     length-delimited value is (start, end) into buf."""
+    for num, wt, v, _ in _spans(buf, start, end):
+        yield num, wt, v
+
+
+def _spans(buf, start=0, end=None):
+    """_fields with each field's own bytes, (start, end): for a writer
+    that copies fields as they are (graph.py)."""
     i, end = start, len(buf) if end is None else end
     while i < end:
+        first = i
         key, i = _varint(buf, i)
         num, wt = key >> 3, key & 7
         if wt == 0:
@@ -85,7 +93,7 @@ def _fields(buf, start=0, end=None):
             v, i = struct.unpack_from("<i", buf, i)[0], i + 4
         else:
             raise ValueError("wire type %d at byte %d" % (wt, i))
-        yield num, wt, v
+        yield num, wt, v, (first, i)
 
 
 def _signed(v):

@@ -4,6 +4,7 @@ the start, -diff_base for a heap's state at one moment)."""
 
 import os
 
+import compare
 import gopprof
 import images
 import pprofile
@@ -11,7 +12,7 @@ import pprofile
 
 def parse(args, nfiles):
     """(pprof options, targets) from [-n N] [-i TYPE] [--lines] T... [-- X...]."""
-    opts, targets, extra = {"n": "20", "i": None, "lines": False}, [], []
+    opts, targets, extra = {"n": "20", "i": None, "lines": False, "abs": False}, [], []
     i = 0
     while i < len(args):
         a = args[i]
@@ -24,8 +25,8 @@ def parse(args, nfiles):
             opts[a[1]] = args[i + 1]
             i += 2
             continue
-        if a == "--lines":
-            opts["lines"] = True
+        if a in ("--lines", "--abs"):
+            opts[a[2:]] = True
         elif a.startswith("-") and a != "-":
             raise ValueError("unknown option %s (see --help; pprof's own options go after --)" % a)
         else:
@@ -37,7 +38,7 @@ def parse(args, nfiles):
     if not opts["n"].isdigit():
         raise ValueError("-n wants a number of lines, got %r" % opts["n"])
     pp = ["-top", "-nodecount=" + opts["n"]] + (["-lines"] if opts["lines"] else [])
-    return pp, opts["i"], targets, extra
+    return pp, opts, targets, extra
 
 
 def is_snapshot_kind(path):
@@ -87,10 +88,11 @@ def main(cmd, args, out, err):
 
 def _main(cmd, args, out, err):
     try:
-        pp, index, targets, extra = parse(args, 1 if cmd == "top" else 2)
+        pp, opts, targets, extra = parse(args, 1 if cmd == "top" else 2)
     except ValueError as e:
         err("profshim %s: %s" % (cmd, e))
         return 64
+    index = opts["i"]
     sets = [resolve(t, err, out) for t in targets]
     if not all(sets):
         return 66
@@ -110,6 +112,11 @@ def _main(cmd, args, out, err):
         for k in kinds:
             flag = "-diff_base" if is_snapshot_kind(new[k][0]) else "-base"
             jobs.append((k, new[k], [flag, base[k]]))
+        if not extra:
+            return shares(jobs, opts, out, err)
+    if opts["abs"]:
+        err("profshim %s: --abs is diff's, and not with pprof's options after --" % cmd)
+        return 64
     status, shown = 0, 0
     for kind, files, pre in jobs:
         ia = index_args(files[0], index)
@@ -139,6 +146,32 @@ def _main(cmd, args, out, err):
             out("")
     if index and not shown:
         err("profshim %s: no profile of %s has the sample type %s" % (cmd, " ".join(targets), index))
+        return 64
+    return status
+
+
+def shares(jobs, opts, out, err):
+    """diff's own comparison (compare.py): shares with their noise."""
+    status, shown = 0, 0
+    for kind, files, pre in jobs:
+        try:
+            text = compare.compare(pre[1], files, opts["i"], int(opts["n"]), opts["abs"], opts["lines"])
+        except ValueError as e:
+            if opts["i"]:
+                continue  # this kind has no such sample type
+            err("profshim diff: %s: %s" % (files[0], e))
+            status = 65
+            continue
+        except (OSError, EOFError, IndexError) as e:
+            err("profshim diff: cannot read %s: %s" % (files[0], e))
+            status = 65
+            continue
+        out("== %s: %s -> %s" % (kind, _names(pre[1]), _names(files)))
+        out("\n".join(text))
+        out("")
+        shown += 1
+    if opts["i"] and not shown:
+        err("profshim diff: no profile has the sample type %s" % opts["i"])
         return 64
     return status
 

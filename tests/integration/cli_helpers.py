@@ -76,3 +76,33 @@ def subprocess_ok(argv, **kw):
                                                         p.stdout.decode(errors="replace")[-2000:],
                                                         p.stderr.decode(errors="replace")[-2000:]))
     return p.stdout.decode(errors="replace")
+
+
+_CELL = re.compile(r"[-+±]?[\d.]+(?:%| (?:s|ms|us|B|KiB|MiB))?")
+_VERDICT = re.compile(r"^(.*\S)\s+(CHANGED|noise)\s+(\S.*)$")
+
+
+def diff_table(text):
+    """{kind: {function: (verdict, cells)}} of `profshim diff`'s output:
+    verdict CHANGED or noise; cells the 8 figures (flat base, new, change,
+    ±3σ, then cum's) as text ("49.5%", "+12 ms", "±1.0 MiB")."""
+    out, kind = {}, None
+    for line in text.splitlines():
+        if line.startswith("== "):
+            kind = line[3:].split(":")[0]
+            out[kind] = {}
+            continue
+        m = _VERDICT.match(line)
+        if m and kind is not None:
+            cells = _CELL.findall(m.group(1))
+            check(len(cells) == 8, "a diff row of %d figures, not 8: %r" % (len(cells), line))
+            out[kind][m.group(3)] = (m.group(2), cells)
+    return out
+
+
+def figure(cell):
+    """A cell's number in its unit's base (%, s, B): "+12 ms" -> 0.012."""
+    m = re.match(r"^[+±]?(-?[\d.]+)(?:%| (s|ms|us|B|KiB|MiB))?$", cell.replace("±", "").replace("+", ""))
+    check(m, "not a figure: %r" % cell)
+    scale = {None: 1, "s": 1, "ms": 1e-3, "us": 1e-6, "B": 1, "KiB": 1024, "MiB": 1 << 20}[m.group(2)]
+    return float(m.group(1)) * scale

@@ -6,7 +6,7 @@ import re
 import shutil
 import sys
 
-from cli_helpers import CLI, ls_rows, profshim, tree
+from cli_helpers import CLI, diff_table, figure, ls_rows, profshim, tree
 from common import check, indent
 
 
@@ -159,7 +159,7 @@ def test_top_and_diff_read_real_profiles(ctx):
           "top DIR reads the root's files:\n%s" % r.describe())
     root_cpu = os.path.join(d, "td.cpu.pprof")
     r = profshim(ctx, ["diff", d, d])
-    check(r.rc == 0 and "== cpu: %s -> %s (-base)" % (root_cpu, root_cpu) in r.stdout_text,
+    check(r.rc == 0 and "== cpu: %s -> %s" % (root_cpu, root_cpu) in r.stdout_text,
           "diff DIR DIR compares the roots' files:\n%s" % r.describe())
     # A directory without its root's files says so and names the way out.
     rootless = ctx.mkdtemp("rootless")
@@ -174,19 +174,29 @@ def test_top_and_diff_read_real_profiles(ctx):
     # Every node (-n): pprof lists those with no flat time by name after the
     # rest, and a child with samples in a few more functions (a page fault
     # in memset, its exit) pushed parent_work past the default 20.
-    r = profshim(ctx, ["diff", "-n", "1000", os.path.join(d, child), os.path.join(d, parent)])
+    r = profshim(ctx, ["diff", "-n", "1000", os.path.join(d, child), os.path.join(d, parent), "--"])
+    check(r.rc == 0, "diff:\n%s" % r.describe())
+    shares = diff_table(r.stdout_text)
+    check(shares["cpu"]["child_work"][0] == "CHANGED" and figure(shares["cpu"]["child_work"][1][6]) < 0
+          and shares["cpu"]["parent_work"][0] == "CHANGED" and figure(shares["cpu"]["parent_work"][1][6]) > 0,
+          "from the child to the parent, child_work's share falls and parent_work's rises:\n%s" % indent(r.stdout_text))
+    r = profshim(ctx, ["diff", "--abs", os.path.join(d, child), os.path.join(d, parent)])
+    held = diff_table(r.stdout_text)["heap"].get("child_hold", ("", [""] * 8))
+    check(r.rc == 0 and figure(held[1][6]) == -(8 << 20) and held[0] == "CHANGED",
+          "the 8 MiB the child held are gone (one block larger than the sample interval: exact):\n%s" % r.describe())
+    # pprof's own difference, its options after --.
+    r = profshim(ctx, ["diff", "-n", "1000", os.path.join(d, child), os.path.join(d, parent), "--", "-normalize"])
     check(r.rc == 0, "diff:\n%s" % r.describe())
     cpu, heap = r.stdout_text.split("== heap:")
     check("(-base)" in cpu and "(-diff_base)" in heap, "CPU by -base, heap by -diff_base:\n%s" % indent(r.stdout_text))
     check((_cum(cpu, "child_work") or "").startswith("-") and not (_cum(cpu, "parent_work") or "-").startswith("-"),
           "from the child to the parent, child_work falls and parent_work rises:\n%s" % indent(cpu))
-    check(_bytes(_cum(heap, "child_hold")) == -(8 << 20), "the 8 MiB the child held are gone:\n%s" % indent(heap))
 
 
 def test_without_go_ls_works_and_the_others_say_what_to_install(ctx):
     _, d, _ = tree(ctx, "nogo")
-    for cmd in (["top", os.path.join(d, "nogo")], ["diff", os.path.join(d, "nogo"), os.path.join(d, "nogo")],
-                ["report", d]):
+    nogo = os.path.join(d, "nogo")
+    for cmd in (["top", nogo], ["diff", nogo, nogo, "--", "-normalize"], ["report", d]):
         r = profshim(ctx, cmd, PROFSHIM_GO="/nonexistent/go")
         errs = r.error_lines()
         check(r.rc == 69 and len(errs) == 1 and "golang-go" in errs[0],
@@ -202,6 +212,9 @@ def test_without_go_ls_works_and_the_others_say_what_to_install(ctx):
     env["PATH"] = fake + os.pathsep + env.get("PATH", "/usr/bin:/bin")
     r = profshim(ctx, ["ls", d], env=env)
     check(r.rc == 0 and ls_rows(r.stdout_text) and not os.path.exists(mark), "ls needs no Go:\n%s" % r.describe())
+    r = profshim(ctx, ["diff", nogo, nogo], env=dict(env))
+    check(r.rc == 0 and diff_table(r.stdout_text).get("cpu") and not os.path.exists(mark),
+          "diff reads the files itself and needs no Go:\n%s" % r.describe())
     r = profshim(ctx, ["top", os.path.join(d, "nogo.cpu.pprof")], env=dict(env))
     check(os.path.exists(mark) and r.rc != 0, "top should have run the go on PATH (the check's premise):\n%s"
           % r.describe())
