@@ -85,10 +85,12 @@ struct Stats {
 };
 Stats stats();
 uint64_t period_ns();
-// Thread name recorded for a thread's serial ("" if unknown).
+// The name a thread had when the samples under this serial were taken ("" if
+// unknown): each sample reads its thread's name, and a new name is a new
+// serial (stack_table.h).
 std::string thread_name(uint32_t serial);
-// Records the names of the threads that are sampled now (a snapshot while
-// they run: a thread the shim started is otherwise named at its end).
+// Names the serials of the threads sampled now that no sample has named yet
+// (a snapshot while they run).
 void record_names();
 
 }  // namespace sampler
