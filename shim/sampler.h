@@ -12,8 +12,9 @@
 //
 // Signal-handler contract (gperftools' profiledata.h style):
 //  - Only on_timer() runs in signal context. It touches the slot named by
-//    the signal's si_value, the stack table and atomics; it allocates
-//    nothing and takes no lock. When the table is full it drops the sample
+//    the signal's si_value, the stack table and atomics, and makes one
+//    system call of its own (prctl(PR_GET_NAME): the thread's name as the
+//    sample is taken, stack_table.h); it allocates nothing and takes no lock. When the table is full it drops the sample
 //    and counts it. It runs on whatever stack the signal lands on (the
 //    thread's alternate stack, or the interrupted one): a full walk where
 //    there is room, else on the interrupted stack if that is the thread's

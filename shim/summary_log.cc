@@ -19,15 +19,8 @@ char g_path[PATH_MAX];
 
 bool append(const char* text) {
   if (!g_path[0]) return false;
-  // The same shape as on stderr, and at most as long (errline.cc).
-  char buf[4096];
-  static const char kPrefix[] = "# profshim: ";
-  size_t n = strlen(text);
-  if (n > sizeof buf - sizeof kPrefix - 1) n = sizeof buf - sizeof kPrefix - 1;
-  memcpy(buf, kPrefix, sizeof kPrefix - 1);
-  memcpy(buf + sizeof kPrefix - 1, text, n);
-  size_t len = sizeof kPrefix - 1 + n;
-  buf[len++] = '\n';
+  char buf[errline::kLineMax];
+  size_t len = errline::format(text, buf);
   int fd = fsroot::open(g_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0644);
   if (fd < 0) return false;
   // Whole or not at all: past RLIMIT_FSIZE a part would be a torn line
