@@ -11,7 +11,7 @@ machine where python3 is pyenv's shim, a bash script, the chain is longer).
 import os
 
 from cli_helpers import profshim
-from common import check, files_in
+from common import check, files_in, indent
 
 CHAIN = ["sh", "-c", "exec env python3 -c pass"]
 ERROR_PREFIX = "# profshim: error: "
@@ -75,3 +75,18 @@ def test_malformed_only_and_log_are_setup_errors(ctx):
         check(r.rc == 78 and r.out == b"" and len(lines) == 1 and lines[0].startswith(ERROR_PREFIX) and
               ("%s='%s'" % (var, v)) in lines[0],
               "%s=%r: want exit status 78 before main and one error line naming it\n%s" % (var, v, r.describe()))
+
+
+def test_an_image_only_skips_keeps_its_own_malloc(ctx):
+    """The choice is made before the image's first malloc (docs/DESIGN.md,
+    "Fork and exec"): an image PROFILE_ONLY skips is served by glibc, its
+    output the plain run's to the byte (alloc_whose tells glibc's malloc from
+    jemalloc's); one it picks by jemalloc, as with the heap profiled."""
+    plain = ctx.run_plain(["alloc_whose"])
+    skipped = ctx.run(["alloc_whose"], PROFILE_DIR=ctx.mkdtemp("prof"), PROFILE_ONLY="python3")
+    check(skipped.out == plain.out and skipped.err == plain.err,
+          "PROFILE_ONLY=python3: alloc_whose should run as without the shim\nplain:\n%s\nunder the shim:\n%s" % (
+              indent(plain.describe()), indent(skipped.describe())))
+    picked = ctx.run(["alloc_whose"], PROFILE_DIR=ctx.mkdtemp("prof"), PROFILE_ONLY="alloc_whose")
+    check("usable 5120" in picked.stdout_text, "PROFILE_ONLY=alloc_whose: jemalloc should serve its malloc\n%s" %
+          picked.describe())
