@@ -69,6 +69,10 @@ std::string meaning(const char* var, const config::Config& c) {
   if (v == "PROFILE_SNAPSHOT_TRIGGER") return c.snapshot_trigger ? "on: touch DIR/NAME.snapshot" : "off";
   if (v == "PROFILE_SNAPSHOT_KEEP") return n(c.snapshot_keep) + " sets";
   if (v == "PROFILE_MEM_HZ") return c.mem_millihz ? n(c.mem_millihz) + " rows per 1000 s" : "rows at events only";
+  if (v == "PROFILE_LOG")
+    return c.log.empty() ? "every summary line on stderr"
+                         : "summary lines appended to " + (c.log[0] == '/' ? c.log : "DIR/" + c.log);
+  if (v == "PROFILE_ONLY") return c.only.empty() ? "every image" : "only images of " + c.only;
   return "accepted";  // a variable newer than this list: the shim takes it
 }
 

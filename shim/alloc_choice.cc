@@ -13,6 +13,7 @@
 
 #include "config.h"
 #include "image.h"
+#include "only.h"
 #include "sys.h"
 
 extern char** environ;
@@ -89,7 +90,8 @@ bool heap_profiled() {
   config::Config c;
   std::string err = config::parse(env_get, &c);
   // An image exec'd under a seccomp filter stays inert (setup.cc): glibc's.
-  return err.empty() && c.active && c.heap_sample != 0 && !image::marker_sandboxed(env_get("PROFSHIM_IMAGE"));
+  return err.empty() && c.active && c.heap_sample != 0 && !image::marker_sandboxed(env_get("PROFSHIM_IMAGE")) &&
+         only::selected(c);
 }
 
 template <typename F>

@@ -25,6 +25,10 @@ const Var kVars[] = {
     {"PROFILE_SNAPSHOT_TRIGGER", "0", "1: touching DIR/NAME.snapshot asks for a snapshot (polled each second)"},
     {"PROFILE_SNAPSHOT_KEEP", "10", "numbered snapshot sets left on disk, oldest removed first, 1..100000"},
     {"PROFILE_MEM_HZ", "0", "rows of NAME.mem.tsv per second besides one per snapshot and peak, 0..100"},
+    {"PROFILE_LOG", "(unset: stderr)",
+     "a file every image's summary line is appended to (relative: in DIR); stderr keeps only NAME's"},
+    {"PROFILE_ONLY", "(unset: every image)",
+     "program names, comma-separated: only images of these programs are profiled, the others stay inert"},
 };
 
 // Whole-string decimal; rejects signs, spaces, empty and overflow.
@@ -101,6 +105,24 @@ std::string bad(const char* var, const char* val, const char* want) {
   return std::string(var) + "='" + val + "' is malformed: expected " + want;
 }
 
+// Names as a file has them: no '/', no space or control character, no
+// empty one (",," or a trailing comma is a typo, not "any program").
+bool valid_only(const char* s) {
+  if (!*s) return false;
+  bool empty = true;
+  for (const char* p = s;; ++p) {
+    if (*p == ',' || !*p) {
+      if (empty) return false;
+      if (!*p) return true;
+      empty = true;
+    } else if (*p == '/' || (unsigned char)*p <= ' ' || *p == 0x7f) {
+      return false;
+    } else {
+      empty = false;
+    }
+  }
+}
+
 }  // namespace
 
 int snapshot_signal_number(const char* name) {
@@ -125,6 +147,18 @@ int snapshot_signal_number(const char* name) {
   // SIGRTMAX-4 is the shim's own signal (own_signal.h).
   if (sig < SIGRTMIN || sig > SIGRTMAX || sig == SIGRTMAX - 4) return 0;
   return sig;
+}
+
+bool only_lists(const std::string& only, const char* name) {
+  size_t len = std::strlen(name), at = 0;
+  if (!len) return false;
+  while (at <= only.size()) {
+    size_t end = only.find(',', at);
+    if (end == std::string::npos) end = only.size();
+    if (end - at == len && only.compare(at, len, name) == 0) return true;
+    at = end + 1;
+  }
+  return false;
 }
 
 std::string unknown_vars(const char* const* envp) {
@@ -240,6 +274,18 @@ std::string parse(Getenv get, Config* out) {
     if (!parse_milli(s, 100, &v) || v > 100000)
       return bad("PROFILE_MEM_HZ", s, "rows per second from 0 to 100, at most 3 decimals (e.g. 1 or 0.1)");
     c.mem_millihz = v;
+  }
+  if (const char* s = get("PROFILE_LOG")) {
+    size_t n = std::strlen(s);
+    if (n && (s[n - 1] == '/' || std::strcmp(s, ".") == 0 || std::strcmp(s, "..") == 0))
+      return bad("PROFILE_LOG", s, "a file's path, absolute or relative to PROFILE_DIR (e.g. profshim.log)");
+    c.log = s;
+  }
+  if (const char* s = get("PROFILE_ONLY")) {
+    if (*s && !valid_only(s))
+      return bad("PROFILE_ONLY", s,
+                 "program names separated by commas, as python3,cc1plus: no empty name, no '/', no space");
+    c.only = s;
   }
   *out = c;
   return "";

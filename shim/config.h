@@ -25,6 +25,9 @@ struct Config {
   bool snapshot_trigger = false;             // PROFILE_SNAPSHOT_TRIGGER: poll DIR/NAME.snapshot
   uint32_t snapshot_keep = 10;               // PROFILE_SNAPSHOT_KEEP: numbered sets left on disk
   uint64_t mem_millihz = 0;                  // PROFILE_MEM_HZ x 1000; 0 = rows only per snapshot and peak
+  // A process tree (docs/CONFIG.md, "Process trees").
+  std::string log;                           // PROFILE_LOG: summary lines go there; relative to dir; "" = none
+  std::string only;                          // PROFILE_ONLY: program names, comma-separated; "" = every image
 };
 
 using Getenv = const char* (*)(const char*);
@@ -45,6 +48,9 @@ unsigned lg_for_sample(uint64_t bytes);
 // "RTMIN+3"): one whose default action ends the process and that is neither
 // a fault nor the shim's own; 0 if name is not one.
 int snapshot_signal_number(const char* name);
+
+// Whether a program name is one of PROFILE_ONLY's comma-separated list.
+bool only_lists(const std::string& only, const char* name);
 
 // The PROFILE_* names in envp that are not ours (a misspelling such as
 // PROFILE_CPU_HERTZ), comma-separated; "" if none.

@@ -111,8 +111,7 @@ void init() {
   g.known.store(true);
 }
 
-void line(const char* text) {
-  char buf[4096];
+size_t format(const char* text, char (&buf)[kLineMax]) {
   static const char kPrefix[] = "# profshim: ";
   size_t n = strlen(text);
   if (n > sizeof buf - sizeof kPrefix - 1) n = sizeof buf - sizeof kPrefix - 1;
@@ -120,6 +119,12 @@ void line(const char* text) {
   memcpy(buf + sizeof kPrefix - 1, text, n);
   size_t len = sizeof kPrefix - 1 + n;
   buf[len++] = '\n';
+  return len;
+}
+
+void line(const char* text) {
+  char buf[kLineMax];
+  size_t len = format(text, buf);
   if (!g.known.load()) {
     if (!g.inited.load()) write_quietly(2, buf, len);  // before init (setup errors): fd 2 as it is
     return;

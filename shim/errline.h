@@ -19,6 +19,7 @@
 // line() is signal-safe and never raises SIGPIPE in the program: a closed
 // pipe costs the line, not the process.
 #pragma once
+#include <stddef.h>
 #include <stdint.h>
 
 #include <atomic>
@@ -30,6 +31,10 @@ namespace errline {
 void init();
 // Writes "# profshim: " + text + "\n" with one write.
 void line(const char* text);
+// That line in buf (text cut to fit kLineMax), and its length: the one shape
+// of a line, on stderr or in PROFILE_LOG's file (summary_log.h).
+constexpr size_t kLineMax = 4096;
+size_t format(const char* text, char (&buf)[kLineMax]);
 
 // From the fd wrappers, before the call: fd 2 is about to be closed or
 // replaced; fds [lo, hi] are about to be closed.

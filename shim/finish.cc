@@ -11,13 +11,13 @@
 #include <vector>
 
 #include "atomic_file.h"
-#include "errline.h"
 #include "gzip.h"
 #include "identity.h"
 #include "image.h"
 #include "pprof.h"
 #include "snapshot.h"
 #include "summary.h"
+#include "summary_log.h"
 #include "symbolize.h"
 #include "sys.h"
 #include "unnamed.h"
@@ -260,7 +260,7 @@ void report_failure(Context& ctx, const char* why) {
   size_t len = strlen(buf);
   for (const char* t = why; *t && len + 1 < sizeof buf; ++t) buf[len++] = *t;
   append_written(ctx, buf, len, sizeof buf);
-  errline::line(buf);
+  summary_log::line(buf, true);
 }
 
 void report_timeout(Context& ctx) {
@@ -271,7 +271,7 @@ void report_timeout(Context& ctx) {
   const char* mid = " s (PROFILE_STOP_TIMEOUT): gave up, the process ends as it would have";
   for (const char* t = mid; *t && len + 1 < sizeof buf; ++t) buf[len++] = *t;
   append_written(ctx, buf, len, sizeof buf);
-  errline::line(buf);
+  summary_log::line(buf, true);
 }
 
 const engine::Part* Set::part(const char* kind) const {
@@ -385,7 +385,9 @@ void run(Context& ctx) {
     for (size_t i = 0; i < set.errors.size(); ++i) all_errors += (i ? "; " : " ") + set.errors[i];
     line = all_errors + "; " + line;
   }
-  errline::line(line.c_str());
+  // On stderr: NAME's line (the program the operator ran), those of the
+  // programs PROFILE_ONLY names, and any with an error (summary_log.h).
+  summary_log::line(line.c_str(), ctx.stem == cfg.name || !cfg.only.empty() || !set.errors.empty());
 }
 
 }  // namespace finish

@@ -158,15 +158,16 @@ bool statically_linked(const char* path) {
 
 // The old image's profiles before the exec; profiling resumes if it fails.
 template <typename Find, typename Call>
-int around_exec(Find target_now, char* const envp[], Call call) {
+int around_exec(Find target_now, char* const argv[], char* const envp[], Call call) {
   if (!lifecycle::profiling()) return call(envp);
   Target t = target_now();
   if (!t.found) return call(envp);
-  char* const* env = lifecycle::before_exec(envp);
+  const char* argv0 = argv ? argv[0] : nullptr;
+  char* const* env = lifecycle::before_exec(envp, t.path, argv0);
   // A profiled environment handed to a program the shim cannot enter would
   // leave nothing, silently: one line says so. A warning, not an error:
   // nothing failed, the exec goes on, and the files written are whole.
-  if (t.path[0] && image::env_profiles(envp) && statically_linked(t.path)) {
+  if (t.path[0] && image::env_profiles(envp, t.path, argv0) && statically_linked(t.path)) {
     std::string msg = std::string("warning: ") + t.path +
                       " is statically linked: LD_PRELOAD cannot reach it, so its image is not profiled";
     errline::line(msg.c_str());
@@ -298,28 +299,28 @@ EXPORT void __assert_fail(const char* assertion, const char* file, unsigned line
 // --- exec ------------------------------------------------------------------
 
 EXPORT int execve(const char* path, char* const argv[], char* const envp[]) noexcept {
-  return around_exec([&] { return at(AT_FDCWD, path); }, envp,
+  return around_exec([&] { return at(AT_FDCWD, path); }, argv, envp,
                      [&](char* const* env) { return real::execve()(path, argv, env); });
 }
 
 EXPORT int execv(const char* path, char* const argv[]) noexcept {
-  return around_exec([&] { return at(AT_FDCWD, path); }, environ,
+  return around_exec([&] { return at(AT_FDCWD, path); }, argv, environ,
                      [&](char* const* env) { return real::execve()(path, argv, env); });
 }
 
 EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) noexcept {
-  return around_exec([&] { return in_path(file); }, envp,
+  return around_exec([&] { return in_path(file); }, argv, envp,
                      [&](char* const* env) { return real::execvpe()(file, argv, env); });
 }
 
 EXPORT int execvp(const char* file, char* const argv[]) noexcept {
-  return around_exec([&] { return in_path(file); }, environ,
+  return around_exec([&] { return in_path(file); }, argv, environ,
                      [&](char* const* env) { return real::execvpe()(file, argv, env); });
 }
 
 EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) noexcept {
   // Its file is the descriptor's: no path to look into, but something to run.
-  return around_exec(by_descriptor, envp,
+  return around_exec(by_descriptor, argv, envp,
                      [&](char* const* env) { return real::fexecve()(fd, argv, env); });
 }
 
@@ -328,7 +329,7 @@ EXPORT int execveat(int dirfd, const char* path, char* const argv[], char* const
     errno = ENOSYS;
     return -1;
   }
-  return around_exec([&] { return (flags & AT_EMPTY_PATH) ? by_descriptor() : at(dirfd, path); }, envp,
+  return around_exec([&] { return (flags & AT_EMPTY_PATH) ? by_descriptor() : at(dirfd, path); }, argv, envp,
                      [&](char* const* env) { return real::execveat()(dirfd, path, argv, env, flags); });
 }
 

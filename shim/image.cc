@@ -15,6 +15,7 @@
 
 #include "fsroot.h"
 #include "gzip.h"
+#include "only.h"
 
 namespace image {
 namespace {
@@ -263,13 +264,15 @@ std::string marker() {
          " cpu=" + std::to_string(g_cpu_ns) + " exe=" + exe_path();
 }
 
-bool env_profiles(char* const envp[]) {
+bool env_profiles(char* const envp[], const char* path, const char* argv0) {
   bool dir = false, preload = false;
+  const char* only_list = nullptr;
   for (char* const* e = envp; e && *e; ++e) {
     if (strncmp(*e, "PROFILE_DIR=", 12) == 0) dir = (*e)[12] != 0;
     if (strncmp(*e, "LD_PRELOAD=", 11) == 0) preload = strstr(*e, "profshim") != nullptr;
+    if (strncmp(*e, "PROFILE_ONLY=", 13) == 0) only_list = *e + 13;
   }
-  return dir && preload;
+  return dir && preload && only::selects_exec(only_list, path, argv0);
 }
 
 char** exec_env(char* const envp[], bool may_be_root) {

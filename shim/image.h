@@ -60,8 +60,10 @@ void mark_sandboxed();
 // Whether a marker value (PROFSHIM_IMAGE's) says so; before setup.
 bool marker_sandboxed(const char* value);
 
-// Whether an exec with this environment starts a profiled image.
-bool env_profiles(char* const envp[]);
+// Whether an exec with this environment starts a profiled image: the shim
+// preloaded, PROFILE_DIR set, and PROFILE_ONLY (if set) naming the program
+// at path (may be "": an exec of a descriptor) or argv0 (may be null).
+bool env_profiles(char* const envp[], const char* path, const char* argv0);
 // The environment for an exec: a copy of envp (one malloc'd block, freed
 // with free()) whose PROFSHIM_IMAGE names the next generation of this pid,
 // or null if it could not be made. !may_be_root: the new image is not the

@@ -237,14 +237,14 @@ void stop(const char* how) {
   errno = saved;
 }
 
-char* const* before_exec(char* const envp[]) {
+char* const* before_exec(char* const envp[], const char* path, const char* argv0) {
   int state = g_state.load();
   if (state == kInert || vfork_child()) return envp;
   g_execs.fetch_add(1);
   // Under a seccomp filter the exec'd image stays inert (its marker says
   // so, image.h): this one is the last, and writes NAME.* if the root.
   const bool sandboxed = sandbox::stop_forbidden() || sandbox::running_forbidden();
-  bool successor = image::env_profiles(envp) && !sandboxed;
+  bool successor = image::env_profiles(envp, path, argv0) && !sandboxed;
   // The root's image before an exec is not its final one when what it execs
   // profiles too: that one writes NAME.*, this one NAME.PROG.PID.*.
   const std::string pre_exec = image::stem(false);

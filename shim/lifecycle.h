@@ -50,9 +50,10 @@ bool retry_forced(int sig);
 
 // Around an exec: writes the old image's profiles and returns the
 // environment to exec with (envp itself, or a copy of its own carrying the
-// image marker). exec_failed(envp, env) frees that copy and resumes
-// profiling when the exec returned.
-char* const* before_exec(char* const envp[]);
+// image marker). path ("" for a descriptor) and argv0 (may be null) name
+// the program it starts, for PROFILE_ONLY. exec_failed(envp, env) frees
+// that copy and resumes profiling when the exec returned.
+char* const* before_exec(char* const envp[], const char* path, const char* argv0);
 void exec_failed(char* const envp[], char* const* env);
 
 // True in a child of vfork (or posix_spawn), which shares the parent's

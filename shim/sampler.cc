@@ -11,7 +11,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
-#include <sys/prctl.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -40,6 +39,8 @@ struct Slot {
   std::atomic<uint32_t> state;
   std::atomic<int32_t> tid;
   timer_t timer;
+  // Its entries' serial in the table: a new one each time its name changes
+  // (stack_table.h, serial_now), set by its own handler and exit.
   uint32_t serial;
   uint64_t first_cpu;  // the thread's CPU time at its timer's first expiry
   // Written only by the owning thread's handler (and read once its timer
@@ -49,7 +50,6 @@ struct Slot {
   uint64_t last_cpu;
   uint32_t last;       // entry index + 1, 0 for none
   uint64_t start_fn;   // its start routine (main for the main thread), 0 if unknown
-  bool own_exit;       // the shim started it: its exit destructor records its name
 };
 
 struct State {
@@ -176,7 +176,7 @@ Slot* arm(pid_t tid, uint64_t start_fn, bool own_exit) {
   clockid_t clock = tid == pid_t(sys::gettid()) ? CLOCK_THREAD_CPUTIME_ID : thread_clock(tid);
   uint64_t first = 1 + xorshift(sys::now_ns(CLOCK_MONOTONIC) ^ uint64_t(tid) * 0x9e37) % g.period_ns;
   s->serial = g.serials.fetch_add(1, std::memory_order_relaxed) + 1;
-  s->delivered = 0, s->last = 0, s->start_fn = start_fn, s->own_exit = own_exit;
+  s->delivered = 0, s->last = 0, s->start_fn = start_fn;
   s->last_cpu = sys::now_ns(clock);
   s->first_cpu = s->last_cpu + first;
   if (own_exit && start_fn && s->last_cpu) {
@@ -221,14 +221,14 @@ void on_thread_exit(void* p) {
   // After a fork or a failed exec the slot may belong to another thread.
   if (s < g.slots || s >= g.slots + kMaxSlots || s->tid.load() != tid) return;
   if (!disarm(s, kDead)) return;  // the stop has it
-  char name[17] = {0};
-  prctl(PR_GET_NAME, name, 0, 0, 0);
-  g_table.record_name(s->serial, tid, name);
+  // Its serial named, in case no sample did (its start routine's entry).
+  g_table.serial_now(&s->serial, &g.serials, tid);
   credit(s, sys::now_ns(CLOCK_THREAD_CPUTIME_ID));
   release(s);
 }
 
-// A thread's name as the kernel has it; not signal-safe.
+// A thread's name as the kernel has it, for a serial that no sample or
+// thread end of its own has named; not signal-safe.
 void record_comm(uint32_t serial, int32_t tid) {
   char path[64], name[32] = {0};
   snprintf(path, sizeof path, "/proc/self/task/%d/comm", tid);
@@ -252,7 +252,7 @@ void arm_existing_threads() {
   while (struct dirent* e = readdir(d)) {
     int tid = atoi(e->d_name);
     // No exit destructor runs for a thread we did not start: its name now,
-    // in case it ends before the stop (the stop reads it again if not).
+    // in case it ends before the stop with no sample.
     if (tid > 0 && !has_slot(tid))
       if (Slot* s = arm(tid, 0, false)) record_comm(s->serial, tid);
   }
@@ -363,7 +363,9 @@ void on_timer(siginfo_t* si, void* uc) {
     uint64_t cpu = sys::now_ns(CLOCK_THREAD_CPUTIME_ID);
     uint64_t w = cpu > s->last_cpu ? cpu - s->last_cpu : 0;
     if (cpu > s->last_cpu) s->last_cpu = cpu;
-    Walk a = {uc, tid, s->serial, n, w, 0};
+    // Under the name the thread has now (one prctl): a thread that renamed
+    // itself, or was renamed, since its last sample goes on under a new serial.
+    Walk a = {uc, tid, g_table.serial_now(&s->serial, &g.serials, tid), n, w, 0};
     if (!stackwalk::cramped(uc)) {
       add_walked(&a);
     } else if (!stackwalk::elsewhere(uc, add_walked, &a)) {
@@ -374,12 +376,6 @@ void on_timer(siginfo_t* si, void* uc) {
     if (a.ref) s->last = a.ref;
     s->delivered += n;
     errline::at_sample();  // a pipe's stderr duplicate past its grace is let go
-    // A thread the shim did not start has no exit destructor to record its
-    // name: its name as of its latest sample (one system call).
-    if (!s->own_exit) {
-      char name[17] = {0};
-      if (prctl(PR_GET_NAME, name, 0, 0, 0) == 0) g_table.record_name(s->serial, tid, name);
-    }
     g.signals.fetch_add(1, std::memory_order_relaxed);
     g.expirations.fetch_add(n, std::memory_order_relaxed);
   }

@@ -12,8 +12,9 @@
 //
 // Signal-handler contract (gperftools' profiledata.h style):
 //  - Only on_timer() runs in signal context. It touches the slot named by
-//    the signal's si_value, the stack table and atomics; it allocates
-//    nothing and takes no lock. When the table is full it drops the sample
+//    the signal's si_value, the stack table and atomics, and makes one
+//    system call of its own (prctl(PR_GET_NAME): the thread's name as the
+//    sample is taken, stack_table.h); it allocates nothing and takes no lock. When the table is full it drops the sample
 //    and counts it. It runs on whatever stack the signal lands on (the
 //    thread's alternate stack, or the interrupted one): a full walk where
 //    there is room, else on the interrupted stack if that is the thread's
@@ -85,10 +86,12 @@ struct Stats {
 };
 Stats stats();
 uint64_t period_ns();
-// Thread name recorded for a thread's serial ("" if unknown).
+// The name a thread had when the samples under this serial were taken ("" if
+// unknown): each sample reads its thread's name, and a new name is a new
+// serial (stack_table.h).
 std::string thread_name(uint32_t serial);
-// Records the names of the threads that are sampled now (a snapshot while
-// they run: a thread the shim started is otherwise named at its end).
+// Names the serials of the threads sampled now that no sample has named yet
+// (a snapshot while they run).
 void record_names();
 
 }  // namespace sampler

@@ -20,6 +20,7 @@
 #include "heap.h"
 #include "image.h"
 #include "lifecycle.h"
+#include "only.h"
 #include "own_signal.h"
 #include "real.h"
 #include "recover.h"
@@ -31,6 +32,7 @@
 #include "snapshot.h"
 #include "stack.h"
 #include "stackwalk.h"
+#include "summary_log.h"
 #include "symbolize.h"
 #include "sys.h"
 #include "waits.h"
@@ -65,7 +67,9 @@ void setup(void*) {
   if (!err.empty()) fail(err);
   // An image exec'd under a seccomp filter that forbids the shim's calls
   // (its predecessor saw the filter go in; this one cannot): inert.
-  if (!cfg().active || image::marker_sandboxed(getenv("PROFSHIM_IMAGE"))) {
+  // PROFILE_ONLY: an image of another program is inert, as if PROFILE_DIR
+  // were unset (its allocator was chosen so at its first malloc).
+  if (!cfg().active || image::marker_sandboxed(getenv("PROFSHIM_IMAGE")) || !only::selected(cfg())) {
     heap::set_active(false);
     return;
   }
@@ -79,6 +83,7 @@ void setup(void*) {
     free(abs);
   }
   session_env::pass_on_absolute(cfg().dir);
+  summary_log::setup(cfg().dir, cfg().log);
   image::setup(&cfg(), pid_t(syscall(SYS_getpid)));
   // A misspelt variable would be ignored in silence: named once, by the root.
   std::string unknown = config::unknown_vars(environ);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 
 #include "sys.h"
 
@@ -143,10 +144,29 @@ void Table::drop(uint64_t count, uint64_t nanos) {
 void Table::record_name(uint32_t serial, int32_t tid, const char* name) {
   if (!names_ || serial == 0 || serial >= g_max_names) return;
   Name& n = names_[serial];
+  if (n.name[0]) return;  // recorded: a new name is a new serial
   n.tid = tid;
   size_t len = strnlen(name, sizeof n.name - 1);
   memcpy(n.name, name, len);
   n.name[len] = 0;
+}
+
+uint32_t Table::serial_now(uint32_t* serial, std::atomic<uint32_t>* serials, int32_t tid) {
+  char now[17] = {0};
+  if (prctl(PR_GET_NAME, now, 0, 0, 0) != 0) now[0] = 0;
+  uint32_t s = *serial;
+  // Past the names' room a thread keeps its serial: one name for the rest
+  // of it rather than none.
+  if (s && (!names_ || s >= g_max_names)) return s;
+  if (s && (!names_[s].name[0] || strncmp(names_[s].name, now, sizeof names_[s].name) == 0)) {
+    record_name(s, tid, now);
+    return s;
+  }
+  uint32_t next = serials->fetch_add(1, std::memory_order_relaxed) + 1;
+  if (s && next >= g_max_names) return s;
+  *serial = next;
+  record_name(next, tid, now);
+  return next;
 }
 
 std::string Table::name(uint32_t serial) const {

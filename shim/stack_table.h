@@ -49,10 +49,21 @@ class Table {
   uint64_t dropped() const { return dropped_.load(); }
   uint64_t dropped_nanos() const { return dropped_nanos_.load(); }
 
-  // A thread's name (up to 15 bytes) by its serial; "" if none. record_name
-  // is signal-safe.
+  // A thread's name (up to 15 bytes) by its serial; "" if none. A serial's
+  // name, once recorded, never changes: a thread that takes another name
+  // goes on under a new serial (serial_now), so that each sample keeps the
+  // name its thread had when it was taken. record_name is signal-safe.
   void record_name(uint32_t serial, int32_t tid, const char* name);
   std::string name(uint32_t serial) const;
+  // The serial the calling thread's next entry goes under, given the one
+  // its last went under (*serial, 0 for none yet): the same while the
+  // thread's name -- the kernel's, read now, one prctl -- is the one
+  // recorded for it (or none is yet: then it is recorded), else a new one
+  // from *serials, named, and stored in *serial. Reading the kernel's name
+  // at each sample sees every way of renaming a thread: its own prctl or
+  // pthread_setname_np, another thread's, a write to
+  // /proc/self/task/TID/comm. Signal-safe.
+  uint32_t serial_now(uint32_t* serial, std::atomic<uint32_t>* serials, int32_t tid);
 
   // Every published entry, in publication order. Safe while adds go on:
   // once published, an entry's thread, tag, depth, pcs and order never

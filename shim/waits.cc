@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <link.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "lifecycle.h"
@@ -50,7 +49,7 @@ struct State {
 State g;
 
 __thread bool t_recording;   // this thread is inside record() (a handler's call passes through)
-__thread uint32_t t_serial;  // this thread's number in the table, 0 until its first record
+__thread uint32_t t_serial;  // this thread's serial in the table (a new one per name), 0 until its first record
 __thread bool t_quiet;       // a thread of the shim's
 
 uint64_t mono_ns() { return sys::now_ns(CLOCK_MONOTONIC); }
@@ -113,26 +112,19 @@ bool own_code(uint64_t pc) {
   return pc >= g.text_lo && pc < g.text_hi && !wrappers::in_alloc(pc);
 }
 
-uint32_t serial() {
-  if (!t_serial) t_serial = g.serials.fetch_add(1, std::memory_order_relaxed) + 1;
-  return t_serial;
-}
-
 void add(Call call, uint64_t d, const uint64_t* pcs, uint32_t n) {
   uint64_t rate = g_hot.rate;
   uint64_t count = d >= rate ? kOne : (rate * kOne) / d;
   uint64_t delay = d >= rate ? d : rate;
   int32_t tid = int32_t(sys::gettid());
-  bool created = false;
-  g.table.add(pcs, n, tid, serial(), call, count, delay, &created);
-  g.records.fetch_add(1, std::memory_order_relaxed);
-  // Its name as of its first wait at each site (a thread names itself
-  // once it starts, as a rule).
-  if (created) {
+  uint32_t serial = 0;
+  {
+    // Its name as the wait ends (one prctl); a new name is a new serial.
     sandbox::OwnCalls own;
-    char name[17] = {0};
-    if (prctl(PR_GET_NAME, name, 0, 0, 0) == 0) g.table.record_name(t_serial, tid, name);
+    serial = g.table.serial_now(&t_serial, &g.serials, tid);
   }
+  g.table.add(pcs, n, tid, serial, call, count, delay);
+  g.records.fetch_add(1, std::memory_order_relaxed);
 }
 
 // The stack above the wrapper: from the wrapper's caller outwards. The

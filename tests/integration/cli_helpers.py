@@ -46,13 +46,15 @@ def tree(ctx, name="tree"):
     """A real fork/exec tree under `profshim run`: sh runs fork_exec fork
     (a parent and its forked child) and fork_exec exec (an image before
     and after exec). Returns (result, dir, {pid: [stem, ...]} from the
-    summary lines the images printed)."""
+    summary lines of the images, which `run` appends to DIR/profshim.log)."""
     d = ctx.mkdtemp("prof")
     fe = ctx.workload("fork_exec")
     r = profshim(ctx, ["run", "-d", d, "-n", name, "--", "/bin/sh", "-c", "%s fork && %s exec" % (fe, fe)])
     check(r.rc == 0, "the tree failed:\n%s" % r.describe())
     stems = {}
-    for line in r.summary_lines():
+    log = os.path.join(d, "profshim.log")
+    check(os.path.isfile(log), "profshim run left no %s:\n%s" % (log, r.describe()))
+    for line in open(log).read().splitlines():
         m = re.search(r"\| pid (\d+) \(parent", line)
         files = re.findall(r"(\S+)\.(?:cpu|heap|wait)\.pprof", line)
         check(m and files, "summary line without pid or files: %s" % line)

@@ -561,9 +561,14 @@ def truths(result):
 SYMBOL_CACHE = ".profshim-symbols"
 
 
+# The summary lines `profshim run` appends (PROFILE_LOG, docs/CONFIG.md
+# "Process trees"): the run's log, not a profile.
+RUN_LOG = "profshim.log"
+
+
 def profile_dir_names(d):
-    """What PROFILE_DIR d holds besides the symbol cache, sorted."""
-    return sorted(n for n in os.listdir(d) if n != SYMBOL_CACHE) if os.path.isdir(d) else []
+    """What PROFILE_DIR d holds besides the symbol cache and the run's log, sorted."""
+    return sorted(n for n in os.listdir(d) if n not in (SYMBOL_CACHE, RUN_LOG)) if os.path.isdir(d) else []
 
 
 def files_in(d):

@@ -57,6 +57,11 @@ def test_help_and_quickstart_name_every_file(ctx):
           "profshim run --help should point at a CONFIG.md that is there: %s" % sorted(docs))
 
 
+# A value each variable refuses: x1, but for those that take a file or a
+# program's name (x1 is one).
+MALFORMED = {"PROFILE_LOG": "x1/", "PROFILE_ONLY": "x1,"}
+
+
 def test_every_option_reaches_the_shim(ctx):
     # A malformed value is the shim's to refuse: the option named its
     # variable when the refusal names it.
@@ -64,11 +69,12 @@ def test_every_option_reaches_the_shim(ctx):
         if var in ("PROFILE_DIR", "PROFILE_NAME"):
             continue  # any name is accepted; -d and -n are test_wrapper's
         opt = "--" + var[len("PROFILE_"):].lower().replace("_", "-")
-        for form in ([opt, "x1"], [opt + "=x1"]):
+        bad = MALFORMED.get(var, "x1")
+        for form in ([opt, bad], [opt + "=" + bad]):
             r = profshim(ctx, ["run", "-d", ctx.mkdtemp("prof")] + form + ["--", ctx.workload("hello")])
             errs = r.error_lines()
             check(r.rc == 78 and len(errs) == 1 and var in errs[0],
-                  "%s should reach the shim as %s=x1 and be refused:\n%s" % (" ".join(form), var, r.describe()))
+                  "%s should reach the shim as %s=%s and be refused:\n%s" % (" ".join(form), var, bad, r.describe()))
 
 
 def _status(r):

@@ -185,3 +185,24 @@ TEST(snapshot_signal_names) {
   CHECK_EQ(config::snapshot_signal_number("RTMIN-1"), 0);
   CHECK_EQ(config::snapshot_signal_number("ABRT"), 0);
 }
+
+TEST(process_tree_variables) {
+  config::Config c;
+  CHECK_EQ(parse_with({{"PROFILE_DIR", "d"}}, &c), std::string());
+  CHECK(c.log.empty() && c.only.empty());
+  CHECK_EQ(parse_with({{"PROFILE_DIR", "d"}, {"PROFILE_LOG", "profshim.log"}, {"PROFILE_ONLY", "python3,cc1plus"}}, &c),
+           std::string());
+  CHECK_EQ(c.log, std::string("profshim.log"));
+  CHECK(config::only_lists(c.only, "python3") && config::only_lists(c.only, "cc1plus"));
+  CHECK(!config::only_lists(c.only, "python") && !config::only_lists(c.only, "python3,") &&
+        !config::only_lists(c.only, "") && !config::only_lists(c.only, "cc1"));
+  CHECK_EQ(parse_with({{"PROFILE_DIR", "d"}, {"PROFILE_LOG", ""}, {"PROFILE_ONLY", ""}}, &c), std::string());
+  CHECK(c.log.empty() && c.only.empty());
+  const char* bad[][2] = {{"PROFILE_ONLY", ","},   {"PROFILE_ONLY", "a,"},     {"PROFILE_ONLY", ",a"},
+                          {"PROFILE_ONLY", "a,,b"}, {"PROFILE_ONLY", "/bin/a"}, {"PROFILE_ONLY", "a b"},
+                          {"PROFILE_ONLY", "a\tb"}, {"PROFILE_LOG", "dir/"},    {"PROFILE_LOG", ".."}};
+  for (auto& b : bad) {
+    std::string err = parse_with({{"PROFILE_DIR", "d"}, {b[0], b[1]}}, &c);
+    CHECK(err.find(std::string(b[0]) + "='" + b[1] + "' is malformed") == 0);
+  }
+}
