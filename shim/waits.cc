@@ -30,14 +30,10 @@ constexpr uint64_t kOne = 1024;  // a contention, in the table's fixed point (co
 
 const char* const kNames[kCalls] = {
     "",
-    "pthread_mutex_lock", "pthread_mutex_timedlock", "pthread_rwlock_rdlock", "pthread_rwlock_wrlock",
-    "pthread_cond_wait", "pthread_cond_timedwait", "pthread_cond_clockwait", "sem_wait", "sem_timedwait",
-    "pthread_join",
-    "read", "write", "pread", "pwrite", "readv", "writev", "recv", "recvfrom", "recvmsg", "recvmmsg", "send",
-    "sendto", "sendmsg", "sendmmsg", "accept", "accept4", "connect",
-    "poll", "ppoll", "select", "pselect", "epoll_wait", "epoll_pwait",
-    "nanosleep", "clock_nanosleep", "usleep", "sleep",
-    "fsync", "fdatasync", "getaddrinfo", "waitpid", "wait4", "wait", "flock", "fcntl"};
+#define WAITS_CALL_NAME(id, name) name,
+    WAITS_CALLS(WAITS_CALL_NAME)
+#undef WAITS_CALL_NAME
+};
 
 struct State {
   stack_table::Table table;

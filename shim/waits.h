@@ -37,15 +37,30 @@ namespace waits {
 
 // The calls, as the label `call` and the stack's leaf name them (a
 // fortified or 64-bit alias, __read_chk or pread64, by the name the
-// program's source calls).
+// program's source calls). One row per call: the enum and the names are
+// both made from this list, so they cannot drift apart.
+#define WAITS_CALLS(X)                                                                                   \
+  X(kMutexLock, "pthread_mutex_lock") X(kMutexTimedlock, "pthread_mutex_timedlock")                      \
+  X(kRwlockRdlock, "pthread_rwlock_rdlock") X(kRwlockWrlock, "pthread_rwlock_wrlock")                    \
+  X(kCondWait, "pthread_cond_wait") X(kCondTimedwait, "pthread_cond_timedwait")                          \
+  X(kCondClockwait, "pthread_cond_clockwait") X(kSemWait, "sem_wait") X(kSemTimedwait, "sem_timedwait")  \
+  X(kJoin, "pthread_join")                                                                               \
+  X(kRead, "read") X(kWrite, "write") X(kPread, "pread") X(kPwrite, "pwrite") X(kReadv, "readv")         \
+  X(kWritev, "writev") X(kRecv, "recv") X(kRecvfrom, "recvfrom") X(kRecvmsg, "recvmsg")                  \
+  X(kRecvmmsg, "recvmmsg") X(kSend, "send") X(kSendto, "sendto") X(kSendmsg, "sendmsg")                  \
+  X(kSendmmsg, "sendmmsg") X(kAccept, "accept") X(kAccept4, "accept4") X(kConnect, "connect")            \
+  X(kPoll, "poll") X(kPpoll, "ppoll") X(kSelect, "select") X(kPselect, "pselect")                        \
+  X(kEpollWait, "epoll_wait") X(kEpollPwait, "epoll_pwait")                                              \
+  X(kNanosleep, "nanosleep") X(kClockNanosleep, "clock_nanosleep") X(kUsleep, "usleep") X(kSleep, "sleep") \
+  X(kFsync, "fsync") X(kFdatasync, "fdatasync") X(kGetaddrinfo, "getaddrinfo") X(kWaitpid, "waitpid")    \
+  X(kWait4, "wait4") X(kWait, "wait") X(kFlock, "flock") X(kFcntl, "fcntl")
+
+// 0 is no call (a stack's tag starts at 1).
 enum Call : uint32_t {
-  kMutexLock = 1, kMutexTimedlock, kRwlockRdlock, kRwlockWrlock, kCondWait, kCondTimedwait, kCondClockwait,
-  kSemWait, kSemTimedwait, kJoin,
-  kRead, kWrite, kPread, kPwrite, kReadv, kWritev, kRecv, kRecvfrom, kRecvmsg, kRecvmmsg, kSend, kSendto,
-  kSendmsg, kSendmmsg, kAccept, kAccept4, kConnect,
-  kPoll, kPpoll, kSelect, kPselect, kEpollWait, kEpollPwait,
-  kNanosleep, kClockNanosleep, kUsleep, kSleep,
-  kFsync, kFdatasync, kGetaddrinfo, kWaitpid, kWait4, kWait, kFlock, kFcntl,
+  kNoCall,
+#define WAITS_CALL_ENUM(id, name) id,
+  WAITS_CALLS(WAITS_CALL_ENUM)
+#undef WAITS_CALL_ENUM
   kCalls
 };
 const char* call_name(uint32_t call);
