@@ -101,6 +101,6 @@ def test_environment_file_as_systemd_parses_it(ctx):
     check(got == want, "the EnvironmentFile should set exactly %s, systemd reads %s" % (want, got))
     check("StateDirectory" in text, "profshim.env should say why it sets no PROFILE_DIR:\n%s" % indent(text))
     # Every other variable of the shim's table is there, commented, at its default.
-    for var, default, _ in shim_table():
+    for var, default, _, _ in shim_table():
         if var not in want and var not in ("PROFILE_DIR", "PROFILE_NAME"):
             check("#%s=%s\n" % (var, default) in text, "profshim.env lacks the line #%s=%s" % (var, default))
