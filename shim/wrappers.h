@@ -9,6 +9,8 @@
 // The allocator: jemalloc's code (moved into this section at build time) and
 // the shim's own malloc-family functions.
 #define PROFSHIM_ALLOC __attribute__((section("profshim_alloc"), noinline, used))
+// The wait profile's wrappers (hooks_wait.cc), never inlined into a caller.
+#define PROFSHIM_WAIT __attribute__((section("profshim_wait"), noinline))
 
 namespace wrappers {
 uint64_t begin();
