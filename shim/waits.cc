@@ -26,7 +26,6 @@ __thread uint64_t t_draw;
 namespace {
 
 constexpr int kMaxDepth = 128;
-constexpr uint64_t kOne = 1024;  // a contention, in the table's fixed point (counts are R/d)
 
 const char* const kNames[kCalls] = {
     "",
@@ -115,12 +114,10 @@ uint32_t serial() {
 }
 
 void add(Call call, uint64_t d, const uint64_t* pcs, uint32_t n) {
-  uint64_t rate = g_hot.rate;
-  uint64_t count = d >= rate ? kOne : (rate * kOne) / d;
-  uint64_t delay = d >= rate ? d : rate;
+  Weight w = weight(d, g_hot.rate);
   int32_t tid = int32_t(sys::gettid());
   bool created = false;
-  g.table.add(pcs, n, tid, serial(), call, count, delay, &created);
+  g.table.add(pcs, n, tid, serial(), call, w.count, w.delay, &created);
   g.records.fetch_add(1, std::memory_order_relaxed);
   // Its name as of its first wait at each site (a thread names itself
   // once it starts, as a rule).
@@ -181,7 +178,7 @@ bool start(uint64_t rate_ns, std::string* err) {
   g.tick0 = now();
   uint64_t rate = uint64_t(double(rate_ns) * per_ns + 0.5);
   g_hot.rate = rate ? rate : 1;
-  g_hot.scale = g_hot.rate == 1 ? ~0ull : ~0ull / g_hot.rate;
+  g_hot.scale = scale_for(g_hot.rate);
   g_hot.on.store(true, std::memory_order_release);
   return true;
 }
