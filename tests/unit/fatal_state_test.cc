@@ -65,28 +65,19 @@ TEST(unsafe_code_defers_and_uses_one_retry) {
 }
 
 TEST(unsafe_code_refuses_what_cannot_wait) {
-  {  // a fault would come back at once: no retry is used on it
+  // A fault would come back at once, the retry's signal may be blocked where
+  // the signal came, the retries may be used up: only the last uses one.
+  const struct { bool fault, retry_can_come, retry_left; int retries_used; } cases[] = {
+      {true, true, true, 0}, {false, false, true, 0}, {false, true, false, 1}};
+  for (const auto& k : cases) {
     Answers a;
     a.in_unsafe = true;
+    a.retry_left = k.retry_left;
     Facts f = facts(&a);
-    f.fault = true;
+    f.fault = k.fault;
+    f.retry_can_come = k.retry_can_come;
     CHECK(fatal_state::decide(f) == Verdict::kRefuse);
-    CHECK_EQ(a.retries_used, 0);
-  }
-  {  // the retry's signal is blocked where the signal came
-    Answers a;
-    a.in_unsafe = true;
-    Facts f = facts(&a);
-    f.retry_can_come = false;
-    CHECK(fatal_state::decide(f) == Verdict::kRefuse);
-    CHECK_EQ(a.retries_used, 0);
-  }
-  {  // retries used up
-    Answers a;
-    a.in_unsafe = true;
-    a.retry_left = false;
-    CHECK(fatal_state::decide(facts(&a)) == Verdict::kRefuse);
-    CHECK_EQ(a.retries_used, 1);
+    CHECK_EQ(a.retries_used, k.retries_used);
   }
 }
 
