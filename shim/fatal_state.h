@@ -1,5 +1,5 @@
-// fatal_state: the named states of a fatal signal's stop, and the one
-// decision its handler makes (fatal_stop.cc). Pure: the facts come in, the
+// fatal_state: the named states of a fatal signal's stop, the one
+// decision its handler makes (fatal_stop.cc), and the stop's name for it. Pure: the facts come in, the
 // verdict goes out, so a unit test reaches every verdict with made-up
 // facts, no signal sent (tests/unit/fatal_state_test.cc).
 #pragma once
@@ -48,5 +48,9 @@ struct Facts {
 };
 
 Verdict decide(const Facts& f);
+
+// How a fatal signal's stop names itself ("signal SIGTERM", "signal
+// SIGRTMIN+3", as kill -l names them): a constant string, signal-safe.
+const char* signal_name(int sig);
 
 }  // namespace fatal_state

@@ -86,35 +86,6 @@ fatal_state::Phase phase() {
   return fatal_state::Phase::kQuiet;
 }
 
-const char* signal_name(int sig) {
-  static const char* const kNames[] = {
-      "signal 0",       "signal SIGHUP",    "signal SIGINT",  "signal SIGQUIT",   "signal SIGILL",
-      "signal SIGTRAP", "signal SIGABRT",   "signal SIGBUS",  "signal SIGFPE",    "signal SIGKILL",
-      "signal SIGUSR1", "signal SIGSEGV",   "signal SIGUSR2", "signal SIGPIPE",   "signal SIGALRM",
-      "signal SIGTERM", "signal SIGSTKFLT", "signal 17",      "signal 18",        "signal 19",
-      "signal 20",      "signal 21",        "signal 22",      "signal 23",        "signal SIGXCPU",
-      "signal SIGXFSZ", "signal SIGVTALRM", "signal SIGPROF", "signal 28",        "signal SIGIO",
-      "signal SIGPWR",  "signal SIGSYS"};
-  // The real-time ones as kill -l names them: from SIGRTMIN up to the
-  // middle, from SIGRTMAX down above it.
-  static const char* const kRtMin[] = {
-      "signal SIGRTMIN",    "signal SIGRTMIN+1",  "signal SIGRTMIN+2",  "signal SIGRTMIN+3",
-      "signal SIGRTMIN+4",  "signal SIGRTMIN+5",  "signal SIGRTMIN+6",  "signal SIGRTMIN+7",
-      "signal SIGRTMIN+8",  "signal SIGRTMIN+9",  "signal SIGRTMIN+10", "signal SIGRTMIN+11",
-      "signal SIGRTMIN+12", "signal SIGRTMIN+13", "signal SIGRTMIN+14", "signal SIGRTMIN+15"};
-  static const char* const kRtMax[] = {
-      "signal SIGRTMAX",    "signal SIGRTMAX-1",  "signal SIGRTMAX-2",  "signal SIGRTMAX-3",
-      "signal SIGRTMAX-4",  "signal SIGRTMAX-5",  "signal SIGRTMAX-6",  "signal SIGRTMAX-7",
-      "signal SIGRTMAX-8",  "signal SIGRTMAX-9",  "signal SIGRTMAX-10", "signal SIGRTMAX-11",
-      "signal SIGRTMAX-12", "signal SIGRTMAX-13", "signal SIGRTMAX-14", "signal SIGRTMAX-15"};
-  if (sig >= SIGRTMIN && sig <= SIGRTMAX) {
-    int up = sig - SIGRTMIN, down = SIGRTMAX - sig;
-    if (up <= down && up < 16) return kRtMin[up];
-    if (down < 16) return kRtMax[down];
-  }
-  return sig > 0 && sig < int(sizeof kNames / sizeof kNames[0]) ? kNames[sig] : "a signal";
-}
-
 struct FatalCall {
   int sig;
   siginfo_t* si;
@@ -246,7 +217,7 @@ bool stop_on_fatal(int sig, siginfo_t* si, void* uc) {
   // the program's small alternate stack, and unwinding alone wants more.
   FatalCall c = {sig, si, uc, forced_mask, in_wait, false};
   if (!stack::run_on_fresh(shim_thread::kStack, fatal_call, &c)) {
-    if (claim_stop(signal_name(sig))) {
+    if (claim_stop(fatal_state::signal_name(sig))) {
       finish::report_failure(ctx(), "out of memory (no stack for the stop)");
       mark_done();
     }
@@ -298,7 +269,7 @@ bool defer(const FatalCall& c, ucontext_t* uc) {
 // very thread), one line that says why, and the process dies of it.
 void refuse(int sig, bool fault) {
   taken(sig);
-  if (claim_stop(signal_name(sig))) {
+  if (claim_stop(fatal_state::signal_name(sig))) {
     finish::report_failure(ctx(), fault ? "the program crashed in code a stop cannot interrupt "
                                           "(the allocator, the loader, or the shim's own)"
                                         : "the signal came while the program was in code a stop cannot "
@@ -341,7 +312,7 @@ bool fatal_on_this_stack(const FatalCall& c) {
       break;
   }
   taken(sig);
-  if (claim_stop(signal_name(sig))) {
+  if (claim_stop(fatal_state::signal_name(sig))) {
     g.fatal_sig.store(sig);
     t.stopping = true;
     stop_runner::fatal(ctx());

@@ -3,6 +3,8 @@
 #include "check.h"
 #include "fatal_state.h"
 
+#include <signal.h>
+
 namespace {
 
 using fatal_state::Facts;
@@ -104,4 +106,11 @@ TEST(thread_in_teardown_sends_it_elsewhere) {
   h.fault = true;
   CHECK(fatal_state::decide(h) == Verdict::kStop);
   CHECK_EQ(c.asked_another, 0);
+}
+
+TEST(signals_named_as_kill_names_them) {
+  CHECK_EQ(std::string(fatal_state::signal_name(SIGTERM)), std::string("signal SIGTERM"));
+  CHECK_EQ(std::string(fatal_state::signal_name(SIGRTMIN + 3)), std::string("signal SIGRTMIN+3"));
+  CHECK_EQ(std::string(fatal_state::signal_name(SIGRTMAX - 4)), std::string("signal SIGRTMAX-4"));
+  CHECK_EQ(std::string(fatal_state::signal_name(200)), std::string("a signal"));
 }
