@@ -66,3 +66,14 @@ def both_same(ctx, argv, timeout=60, **vars):
     check(r.stdout_text == plain.stdout_text, "%s: stdout differs\nplain:\n%s\nshim:\n%s" % (
         " ".join(argv), indent(plain.stdout_text), indent(r.stdout_text)))
     return plain, r, d
+
+
+def same_outcome(ctx, argv, timeout=30):
+    """argv plain and under the shim: the same exit and stdout. (result, PROFILE_DIR)"""
+    plain = ctx.run_plain(argv, timeout=timeout)
+    d = ctx.mkdtemp("prof")
+    r = ctx.run(argv, timeout=timeout, PROFILE_DIR=d)
+    check(r.rc == plain.rc and r.out == plain.out,
+          "%s under the shim: %s, stdout %r; without it: %s, stdout %r\n%s" % (
+              " ".join(argv), r.status_text(), r.out, plain.status_text(), plain.out, r.describe()))
+    return r, d
