@@ -127,10 +127,11 @@ $(OPTIONS): $(BUILD)/cli/options_dump
 UNIT_SRCS := $(wildcard tests/unit/*_test.cc)
 UNIT_BINS := $(patsubst tests/unit/%.cc,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
 # Unit tests link the shim's pure objects directly (no preload): the
-# encoders, the writer, the parsers and the symbolizer (unload.o reaches the
+# encoders, the writer, the parsers, the symbolizer, the stack table and a
+# fatal signal's verdict (unload.o reaches the
 # sampler, the heap and recover only through weak references).
-CORE_OBJS := $(addprefix $(BUILD)/shim/,atomic_file.o config.o exp_log.o fsroot.o gzip.o heap_dump.o identity.o pb.o pprof.o \
-               go_unwind.o procmaps.o real.o seccomp_bpf.o summary.o sys.o unload.o unnamed.o) $(filter $(BUILD)/shim/symbolize%,$(SHIM_OBJS))
+CORE_OBJS := $(addprefix $(BUILD)/shim/,atomic_file.o config.o exp_log.o fatal_state.o fsroot.o gzip.o heap_dump.o identity.o pb.o pprof.o \
+               go_unwind.o procmaps.o real.o seccomp_bpf.o stack_table.o summary.o sys.o unload.o unnamed.o) $(filter $(BUILD)/shim/symbolize%,$(SHIM_OBJS))
 
 $(BUILD)/tests/unit/%: tests/unit/%.cc $(CORE_OBJS) | $(BUILD)/.deps-ok
 	@mkdir -p $(dir $@)

@@ -1,5 +1,5 @@
 // options_dump: prints the shim's option table (shim/config.cc) as
-// tab-separated lines "VARIABLE<TAB>DEFAULT<TAB>HELP", so that `profshim
+// tab-separated lines "VARIABLE<TAB>DEFAULT<TAB>HELP; accepts ACCEPTED", so that `profshim
 // --help` is generated from the table the shim parses, never a copy of it.
 // Built and run by the Makefile into build/profshim-options.tsv.
 //
@@ -100,12 +100,12 @@ int main(int argc, char** argv) {
   int n = 0;
   const config::Var* v = config::vars(&n);
   for (int i = 0; i < n; ++i) {
-    for (const char* s : {v[i].name, v[i].def, v[i].help})
+    for (const char* s : {v[i].name, v[i].def, v[i].help, v[i].want})
       if (std::strpbrk(s, "\t\n")) {
         std::fprintf(stderr, "options_dump: %s: a tab or newline in the table\n", v[i].name);
         return 1;
       }
-    std::printf("%s\t%s\t%s\n", v[i].name, v[i].def, v[i].help);
+    std::printf("%s\t%s\t%s; accepts %s\n", v[i].name, v[i].def, v[i].help, v[i].want);
   }
   return std::fflush(stdout) == 0 && n > 0 ? 0 : 1;
 }

@@ -13,10 +13,10 @@
 #include <unistd.h>
 
 #include "alloc_choice.h"
+#include "export.h"
 #include "jemalloc_raw.h"
 #include "wrappers.h"
 
-#define EXPORT extern "C" __attribute__((visibility("default"))) PROFSHIM_ALLOC
 #define KEEP_FRAME PROFSHIM_KEEP_FRAME
 #define KEEP_FRAME_VOID PROFSHIM_KEEP_FRAME_VOID
 
@@ -75,7 +75,7 @@ size_t page_size() {
 
 }  // namespace
 
-EXPORT void* malloc(size_t n) {
+EXPORT_ALLOC void* malloc(size_t n) {
   switch (mode()) {
     case kJemalloc: return profshim_je_malloc(n);
     case kNext: { void* r = next().malloc(n); KEEP_FRAME(r); return r; }
@@ -83,7 +83,7 @@ EXPORT void* malloc(size_t n) {
   }
 }
 
-EXPORT void* calloc(size_t a, size_t b) {
+EXPORT_ALLOC void* calloc(size_t a, size_t b) {
   switch (mode()) {
     case kJemalloc: return profshim_je_calloc(a, b);
     case kNext: { void* r = next().calloc(a, b); KEEP_FRAME(r); return r; }
@@ -95,7 +95,7 @@ EXPORT void* calloc(size_t a, size_t b) {
   }
 }
 
-EXPORT void* realloc(void* p, size_t n) {
+EXPORT_ALLOC void* realloc(void* p, size_t n) {
   if (alloc_choice::is_bootstrap(p)) return mode() == alloc_choice::kUndecided ? boot_realloc(p, n) : move_out(p, n);
   switch (mode()) {
     case kJemalloc: return profshim_je_realloc(p, n);
@@ -104,7 +104,7 @@ EXPORT void* realloc(void* p, size_t n) {
   }
 }
 
-EXPORT void free(void* p) {
+EXPORT_ALLOC void free(void* p) {
   if (alloc_choice::is_bootstrap(p)) return;
   switch (mode()) {
     case kJemalloc: profshim_je_free(p); return;
@@ -113,7 +113,7 @@ EXPORT void free(void* p) {
   }
 }
 
-EXPORT int posix_memalign(void** out, size_t align, size_t n) {
+EXPORT_ALLOC int posix_memalign(void** out, size_t align, size_t n) {
   switch (mode()) {
     case kJemalloc: return profshim_je_posix_memalign(out, align, n);
     case kNext: { int r = next().posix_memalign(out, align, n); KEEP_FRAME(r); return r; }
@@ -123,7 +123,7 @@ EXPORT int posix_memalign(void** out, size_t align, size_t n) {
   }
 }
 
-EXPORT void* aligned_alloc(size_t align, size_t n) {
+EXPORT_ALLOC void* aligned_alloc(size_t align, size_t n) {
   switch (mode()) {
     case kJemalloc: return profshim_je_aligned_alloc(align, n);
     case kNext: { void* r = next().aligned_alloc(align, n); KEEP_FRAME(r); return r; }
@@ -131,7 +131,7 @@ EXPORT void* aligned_alloc(size_t align, size_t n) {
   }
 }
 
-EXPORT void* memalign(size_t align, size_t n) {
+EXPORT_ALLOC void* memalign(size_t align, size_t n) {
   switch (mode()) {
     case kJemalloc: return profshim_je_memalign(align, n);
     case kNext: { void* r = next().memalign(align, n); KEEP_FRAME(r); return r; }
@@ -139,7 +139,7 @@ EXPORT void* memalign(size_t align, size_t n) {
   }
 }
 
-EXPORT void* valloc(size_t n) {
+EXPORT_ALLOC void* valloc(size_t n) {
   switch (mode()) {
     case kJemalloc: return profshim_je_valloc(n);
     case kNext: { void* r = next().valloc(n); KEEP_FRAME(r); return r; }
@@ -147,7 +147,7 @@ EXPORT void* valloc(size_t n) {
   }
 }
 
-EXPORT size_t malloc_usable_size(void* p) {
+EXPORT_ALLOC size_t malloc_usable_size(void* p) {
   if (alloc_choice::is_bootstrap(p)) return alloc_choice::bootstrap_size(p);
   switch (mode()) {
     case kJemalloc: return profshim_je_malloc_usable_size(p);
@@ -158,7 +158,7 @@ EXPORT size_t malloc_usable_size(void* p) {
 
 // jemalloc has no pvalloc and reallocarray; glibc's own would reach glibc's
 // heap with a jemalloc pointer.
-EXPORT void* pvalloc(size_t n) {
+EXPORT_ALLOC void* pvalloc(size_t n) {
   if (mode() == kNext && next().pvalloc) { void* r = next().pvalloc(n); KEEP_FRAME(r); return r; }
   size_t rounded = (n + page_size() - 1) & ~(page_size() - 1);
   if (rounded < n) {
@@ -168,7 +168,7 @@ EXPORT void* pvalloc(size_t n) {
   return memalign(page_size(), rounded ? rounded : page_size());
 }
 
-EXPORT void* reallocarray(void* p, size_t n, size_t size) {
+EXPORT_ALLOC void* reallocarray(void* p, size_t n, size_t size) {
   if (mode() == kNext && next().reallocarray && !alloc_choice::is_bootstrap(p)) {
     void* r = next().reallocarray(p, n, size);
     KEEP_FRAME(r);
@@ -185,35 +185,35 @@ EXPORT void* reallocarray(void* p, size_t n, size_t size) {
 // Old code calls the __libc_ names directly: with jemalloc serving they
 // must not reach glibc's heap with its pointers; otherwise they are the
 // next definition's, as without the shim.
-EXPORT void* __libc_malloc(size_t n) {
+EXPORT_ALLOC void* __libc_malloc(size_t n) {
   if (mode() == kNext) { void* r = next().libc_malloc(n); KEEP_FRAME(r); return r; }
   return malloc(n);
 }
-EXPORT void* __libc_calloc(size_t n, size_t s) {
+EXPORT_ALLOC void* __libc_calloc(size_t n, size_t s) {
   if (mode() == kNext) { void* r = next().libc_calloc(n, s); KEEP_FRAME(r); return r; }
   return calloc(n, s);
 }
-EXPORT void* __libc_realloc(void* p, size_t n) {
+EXPORT_ALLOC void* __libc_realloc(void* p, size_t n) {
   if (mode() == kNext && !alloc_choice::is_bootstrap(p)) { void* r = next().libc_realloc(p, n); KEEP_FRAME(r); return r; }
   return realloc(p, n);
 }
-EXPORT void __libc_free(void* p) {
+EXPORT_ALLOC void __libc_free(void* p) {
   if (mode() == kNext && !alloc_choice::is_bootstrap(p)) { next().libc_free(p); KEEP_FRAME_VOID(); return; }
   free(p);
 }
-EXPORT void* __libc_memalign(size_t a, size_t n) {
+EXPORT_ALLOC void* __libc_memalign(size_t a, size_t n) {
   if (mode() == kNext) { void* r = next().libc_memalign(a, n); KEEP_FRAME(r); return r; }
   return memalign(a, n);
 }
-EXPORT void* __libc_valloc(size_t n) {
+EXPORT_ALLOC void* __libc_valloc(size_t n) {
   if (mode() == kNext) { void* r = next().libc_valloc(n); KEEP_FRAME(r); return r; }
   return valloc(n);
 }
-EXPORT void* __libc_pvalloc(size_t n) {
+EXPORT_ALLOC void* __libc_pvalloc(size_t n) {
   if (mode() == kNext && next().libc_pvalloc) { void* r = next().libc_pvalloc(n); KEEP_FRAME(r); return r; }
   return pvalloc(n);
 }
-EXPORT void cfree(void* p) {
+EXPORT_ALLOC void cfree(void* p) {
   if (mode() == kNext && !alloc_choice::is_bootstrap(p)) { alloc_choice::optional().cfree(p); KEEP_FRAME_VOID(); return; }
   free(p);
 }

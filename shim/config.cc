@@ -8,29 +8,6 @@
 namespace config {
 namespace {
 
-const Var kVars[] = {
-    {"PROFILE_DIR", "(unset: inert)", "directory for the profiles, created like mkdir -p"},
-    {"PROFILE_NAME", "run", "base name of the files, slugged to [A-Za-z0-9._-]"},
-    {"PROFILE_CPU_HZ", "100", "CPU samples per second of CPU time per thread, 0..10000; 0 = no CPU profile"},
-    {"PROFILE_HEAP_SAMPLE", "524288",
-     "mean bytes between heap samples, 0..2^40, rounded to a power of two; 0 = no heap profile"},
-    {"PROFILE_WAIT_SAMPLE", "100000000",
-     "nanoseconds of waiting per wait-profile sample, 0..60000000000; 0 = no wait profile"},
-    {"PROFILE_STOP_TIMEOUT", "10", "seconds a stop may spend writing before it gives up, 0.1..3600"},
-    {"PROFILE_PEAK_FLOOR", "64M",
-     "heap in use below which no NAME.heap-peak.pprof is written, bytes (suffix K, M or G); 0 = none"},
-    {"PROFILE_PEAK_AFTER", "10", "seconds an image runs before its first heap-peak file, 0..86400"},
-    {"PROFILE_INTERVAL", "0", "a snapshot every such duration while running: 1s..30d, as 30s, 5m, 1h; 0 = none"},
-    {"PROFILE_SNAPSHOT_SIGNAL", "0", "a signal that asks for a snapshot, as USR2 or RTMIN+3; 0 = none"},
-    {"PROFILE_SNAPSHOT_TRIGGER", "0", "1: touching DIR/NAME.snapshot asks for a snapshot (polled each second)"},
-    {"PROFILE_SNAPSHOT_KEEP", "10", "numbered snapshot sets left on disk, oldest removed first, 1..100000"},
-    {"PROFILE_MEM_HZ", "0", "rows of NAME.mem.tsv per second besides one per snapshot and peak, 0..100"},
-    {"PROFILE_LOG", "(unset: stderr)",
-     "a file every image's summary line is appended to (relative: in DIR); stderr keeps only NAME's"},
-    {"PROFILE_ONLY", "(unset: every image)",
-     "program names, comma-separated: only images of these programs are profiled, the others stay inert"},
-};
-
 // Whole-string decimal; rejects signs, spaces, empty and overflow.
 bool parse_u64(const char* s, uint64_t max, uint64_t* out) {
   if (!s || !*s) return false;
@@ -123,6 +100,85 @@ bool valid_only(const char* s) {
   }
 }
 
+// Into a field narrower than the parse.
+bool parse_u32(const char* s, uint64_t lo, uint64_t hi, uint32_t* out) {
+  uint64_t v = 0;
+  if (!parse_u64(s, hi, &v) || v < lo) return false;
+  *out = uint32_t(v);
+  return true;
+}
+
+// One row per variable: its name, its default (written as a value of the
+// variable, and parsed like one: the Config has no other default), what it
+// does, what it accepts (the words of --help and of the error), and its
+// strict parser into the Config. A default in parentheses describes the
+// absence of a value and is not parsed. Nothing else in the shim or its
+// tools spells a default or a range (docs/CONFIG.md is held to this table).
+using C = Config;
+const Var kVars[] = {
+    {"PROFILE_DIR", "(unset: inert)", "directory for the profiles, created like mkdir -p", "a path",
+     [](const char* s, C* c) { return c->active = *s != 0, c->dir = s, true; }},
+    {"PROFILE_NAME", "run", "base name of the files, slugged to [A-Za-z0-9._-]", "any text",
+     [](const char* s, C* c) { return c->name = slug(s), true; }},
+    {"PROFILE_CPU_HZ", "100", "CPU samples per second of CPU time per thread; 0 = no CPU profile",
+     "an integer from 0 to 10000", [](const char* s, C* c) { return parse_u32(s, 0, 10000, &c->cpu_hz); }},
+    {"PROFILE_HEAP_SAMPLE", "524288",
+     "mean bytes between heap samples, rounded to a power of two; 0 = no heap profile",
+     "an integer number of bytes from 0 to 1099511627776",
+     [](const char* s, C* c) { return parse_u64(s, uint64_t(1) << 40, &c->heap_sample); }},
+    {"PROFILE_WAIT_SAMPLE", "100000000", "nanoseconds of waiting per wait-profile sample; 0 = no wait profile",
+     "an integer number of nanoseconds from 0 to 60000000000",
+     [](const char* s, C* c) { return parse_u64(s, 60000000000ull, &c->wait_sample_ns); }},
+    {"PROFILE_STOP_TIMEOUT", "10", "seconds a stop may spend writing before it gives up",
+     "seconds from 0.1 to 3600 (e.g. 10 or 2.5)", [](const char* s, C* c) {
+       uint64_t v = 0;
+       return parse_seconds_ms(s, &v) && v >= 100 && (c->stop_timeout_ms = v, true);
+     }},
+    {"PROFILE_PEAK_FLOOR", "64M", "heap in use below which no NAME.heap-peak.pprof is written; 0 = none",
+     "bytes from 0 to 2^50, with an optional suffix K, M or G (e.g. 64M)",
+     [](const char* s, C* c) { return parse_bytes(s, uint64_t(1) << 50, &c->peak_floor); }},
+    {"PROFILE_PEAK_AFTER", "10", "seconds an image runs before its first heap-peak file",
+     "seconds from 0 to 86400 (e.g. 10 or 2.5)", [](const char* s, C* c) {
+       uint64_t v = 0;
+       return parse_milli(s, 86400, &v) && v <= 86400000 && (c->peak_after_ms = v, true);
+     }},
+    {"PROFILE_INTERVAL", "0", "a snapshot every such duration while running; 0 = none",
+     "a duration from 1s to 30d with its unit (e.g. 30s, 5m, 1h), or 0", [](const char* s, C* c) {
+       uint64_t v = 0;
+       if (std::strcmp(s, "0") == 0) return c->interval_ms = 0, true;
+       return parse_duration_ms(s, &v) && v >= 1000 && v <= 30 * 86400000ull && (c->interval_ms = v, true);
+     }},
+    {"PROFILE_SNAPSHOT_SIGNAL", "0", "a signal that asks for a snapshot; 0 = none",
+     "a signal name such as USR2, HUP or RTMIN+3 (one that ends a process by default, "
+     "not a fault, not the shim's own SIGRTMAX-4)",
+     [](const char* s, C* c) {
+       c->snapshot_signal = std::strcmp(s, "0") == 0 ? 0 : snapshot_signal_number(s);
+       return c->snapshot_signal != 0 || std::strcmp(s, "0") == 0;
+     }},
+    {"PROFILE_SNAPSHOT_TRIGGER", "0", "1: touching DIR/NAME.snapshot asks for a snapshot (polled each second)",
+     "0 or 1", [](const char* s, C* c) {
+       return (std::strcmp(s, "0") == 0 || std::strcmp(s, "1") == 0) && (c->snapshot_trigger = s[0] == '1', true);
+     }},
+    {"PROFILE_SNAPSHOT_KEEP", "10", "numbered snapshot sets left on disk, oldest removed first",
+     "an integer from 1 to 100000", [](const char* s, C* c) { return parse_u32(s, 1, 100000, &c->snapshot_keep); }},
+    {"PROFILE_MEM_HZ", "0", "rows of NAME.mem.tsv per second besides one per snapshot and peak",
+     "rows per second from 0 to 100, at most 3 decimals (e.g. 1 or 0.1)", [](const char* s, C* c) {
+       uint64_t v = 0;
+       return parse_milli(s, 100, &v) && v <= 100000 && (c->mem_millihz = v, true);
+     }},
+    {"PROFILE_LOG", "(unset: stderr)",
+      "a file every image's summary line is appended to (relative: in DIR); stderr keeps only NAME's",
+      "a file's path, absolute or relative to PROFILE_DIR (e.g. profshim.log)", [](const char* s, C* c) {
+        size_t n = std::strlen(s);
+        if (n && (s[n - 1] == '/' || std::strcmp(s, ".") == 0 || std::strcmp(s, "..") == 0)) return false;
+        return c->log = s, true;
+      }},
+    {"PROFILE_ONLY", "(unset: every image)",
+      "program names, comma-separated: only images of these programs are profiled, the others stay inert",
+      "program names separated by commas, as python3,cc1plus: no empty name, no '/', no space",
+      [](const char* s, C* c) { return (!*s || valid_only(s)) && (c->only = s, true); }},
+};
+
 }  // namespace
 
 int snapshot_signal_number(const char* name) {
@@ -212,81 +268,17 @@ unsigned lg_for_sample(uint64_t bytes) {
 
 std::string parse(Getenv get, Config* out) {
   Config c;
+  // The defaults first, so that an inert image's Config is the same.
+  for (const Var& v : kVars)
+    if (v.def[0] != '(') v.set(v.def, &c);
   const char* dir = get("PROFILE_DIR");
-  c.active = dir && *dir;
-  if (!c.active) {
-    *out = c;
-    return "";
-  }
-  c.dir = dir;
-  if (const char* n = get("PROFILE_NAME")) c.name = slug(n);
-  uint64_t v = 0;
-  if (const char* s = get("PROFILE_CPU_HZ")) {
-    if (!parse_u64(s, 10000, &v)) return bad("PROFILE_CPU_HZ", s, "an integer from 0 to 10000");
-    c.cpu_hz = uint32_t(v);
-  }
-  if (const char* s = get("PROFILE_HEAP_SAMPLE")) {
-    if (!parse_u64(s, uint64_t(1) << 40, &v))
-      return bad("PROFILE_HEAP_SAMPLE", s, "an integer number of bytes from 0 to 1099511627776");
-    c.heap_sample = v;
+  if (dir && *dir) {
+    for (const Var& v : kVars) {
+      const char* s = get(v.name);
+      if (s && !v.set(s, &c)) return bad(v.name, s, v.want);
+    }
   }
   c.heap_lg_sample = lg_for_sample(c.heap_sample);
-  if (const char* s = get("PROFILE_WAIT_SAMPLE")) {
-    if (!parse_u64(s, 60000000000ull, &v))
-      return bad("PROFILE_WAIT_SAMPLE", s, "an integer number of nanoseconds from 0 to 60000000000");
-    c.wait_sample_ns = v;
-  }
-  if (const char* s = get("PROFILE_STOP_TIMEOUT")) {
-    if (!parse_seconds_ms(s, &v) || v < 100)
-      return bad("PROFILE_STOP_TIMEOUT", s, "seconds from 0.1 to 3600 (e.g. 10 or 2.5)");
-    c.stop_timeout_ms = v;
-  }
-  if (const char* s = get("PROFILE_PEAK_FLOOR")) {
-    if (!parse_bytes(s, uint64_t(1) << 50, &v))
-      return bad("PROFILE_PEAK_FLOOR", s, "bytes from 0 to 2^50, with an optional suffix K, M or G (e.g. 64M)");
-    c.peak_floor = v;
-  }
-  if (const char* s = get("PROFILE_PEAK_AFTER")) {
-    if (!parse_milli(s, 86400, &v) || v > 86400000)
-      return bad("PROFILE_PEAK_AFTER", s, "seconds from 0 to 86400 (e.g. 10 or 2.5)");
-    c.peak_after_ms = v;
-  }
-  if (const char* s = get("PROFILE_INTERVAL")) {
-    if (std::strcmp(s, "0") != 0 && (!parse_duration_ms(s, &v) || v < 1000 || v > 30 * 86400000ull))
-      return bad("PROFILE_INTERVAL", s, "a duration from 1s to 30d with its unit (e.g. 30s, 5m, 1h), or 0");
-    c.interval_ms = std::strcmp(s, "0") == 0 ? 0 : v;
-  }
-  if (const char* s = get("PROFILE_SNAPSHOT_SIGNAL")) {
-    if (std::strcmp(s, "0") != 0 && !(c.snapshot_signal = snapshot_signal_number(s)))
-      return bad("PROFILE_SNAPSHOT_SIGNAL", s,
-                 "a signal name such as USR2, HUP or RTMIN+3 (one that ends a process by default, "
-                 "not a fault, not the shim's own SIGRTMAX-4)");
-  }
-  if (const char* s = get("PROFILE_SNAPSHOT_TRIGGER")) {
-    if (std::strcmp(s, "0") != 0 && std::strcmp(s, "1") != 0) return bad("PROFILE_SNAPSHOT_TRIGGER", s, "0 or 1");
-    c.snapshot_trigger = s[0] == '1';
-  }
-  if (const char* s = get("PROFILE_SNAPSHOT_KEEP")) {
-    if (!parse_u64(s, 100000, &v) || v < 1) return bad("PROFILE_SNAPSHOT_KEEP", s, "an integer from 1 to 100000");
-    c.snapshot_keep = uint32_t(v);
-  }
-  if (const char* s = get("PROFILE_MEM_HZ")) {
-    if (!parse_milli(s, 100, &v) || v > 100000)
-      return bad("PROFILE_MEM_HZ", s, "rows per second from 0 to 100, at most 3 decimals (e.g. 1 or 0.1)");
-    c.mem_millihz = v;
-  }
-  if (const char* s = get("PROFILE_LOG")) {
-    size_t n = std::strlen(s);
-    if (n && (s[n - 1] == '/' || std::strcmp(s, ".") == 0 || std::strcmp(s, "..") == 0))
-      return bad("PROFILE_LOG", s, "a file's path, absolute or relative to PROFILE_DIR (e.g. profshim.log)");
-    c.log = s;
-  }
-  if (const char* s = get("PROFILE_ONLY")) {
-    if (*s && !valid_only(s))
-      return bad("PROFILE_ONLY", s,
-                 "program names separated by commas, as python3,cc1plus: no empty name, no '/', no space");
-    c.only = s;
-  }
   *out = c;
   return "";
 }

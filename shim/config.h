@@ -8,26 +8,28 @@
 
 namespace config {
 
+// Every default is config.cc's table's (parse() applies it): a Config not
+// filled by parse() is all zeros.
 struct Config {
   bool active = false;          // PROFILE_DIR set and non-empty
   std::string dir;              // PROFILE_DIR, as given
-  std::string name = "run";     // PROFILE_NAME, slugged
-  uint32_t cpu_hz = 100;        // PROFILE_CPU_HZ; 0 = no CPU profile
-  uint64_t heap_sample = 524288;  // PROFILE_HEAP_SAMPLE as asked; 0 = no heap profile
-  unsigned heap_lg_sample = 19;   // log2 of the period jemalloc really uses
-  uint64_t stop_timeout_ms = 10000;  // PROFILE_STOP_TIMEOUT
-  uint64_t wait_sample_ns = 100000000;  // PROFILE_WAIT_SAMPLE (100 ms, docs/CONFIG.md); 0 = no wait profile
+  std::string name;             // PROFILE_NAME, slugged
+  uint32_t cpu_hz = 0;          // PROFILE_CPU_HZ; 0 = no CPU profile
+  uint64_t heap_sample = 0;     // PROFILE_HEAP_SAMPLE as asked; 0 = no heap profile
+  unsigned heap_lg_sample = 0;  // log2 of the period jemalloc really uses
+  uint64_t stop_timeout_ms = 0;  // PROFILE_STOP_TIMEOUT
+  uint64_t wait_sample_ns = 0;   // PROFILE_WAIT_SAMPLE; 0 = no wait profile
   // While running (docs/CONFIG.md, "While the program runs").
-  uint64_t peak_floor = uint64_t(64) << 20;  // PROFILE_PEAK_FLOOR; 0 = no heap-peak file
-  uint64_t peak_after_ms = 10000;            // PROFILE_PEAK_AFTER
-  uint64_t interval_ms = 0;                  // PROFILE_INTERVAL; 0 = no periodic snapshot
-  int snapshot_signal = 0;                   // PROFILE_SNAPSHOT_SIGNAL; 0 = none
-  bool snapshot_trigger = false;             // PROFILE_SNAPSHOT_TRIGGER: poll DIR/NAME.snapshot
-  uint32_t snapshot_keep = 10;               // PROFILE_SNAPSHOT_KEEP: numbered sets left on disk
-  uint64_t mem_millihz = 0;                  // PROFILE_MEM_HZ x 1000; 0 = rows only per snapshot and peak
+  uint64_t peak_floor = 0;       // PROFILE_PEAK_FLOOR; 0 = no heap-peak file
+  uint64_t peak_after_ms = 0;    // PROFILE_PEAK_AFTER
+  uint64_t interval_ms = 0;      // PROFILE_INTERVAL; 0 = no periodic snapshot
+  int snapshot_signal = 0;       // PROFILE_SNAPSHOT_SIGNAL; 0 = none
+  bool snapshot_trigger = false;  // PROFILE_SNAPSHOT_TRIGGER: poll DIR/NAME.snapshot
+  uint32_t snapshot_keep = 0;     // PROFILE_SNAPSHOT_KEEP: numbered sets left on disk
+  uint64_t mem_millihz = 0;       // PROFILE_MEM_HZ x 1000; 0 = rows only per snapshot and peak
   // A process tree (docs/CONFIG.md, "Process trees").
-  std::string log;                           // PROFILE_LOG: summary lines go there; relative to dir; "" = none
-  std::string only;                          // PROFILE_ONLY: program names, comma-separated; "" = every image
+  std::string log;   // PROFILE_LOG: summary lines go there; relative to dir; "" = none
+  std::string only;  // PROFILE_ONLY: program names, comma-separated; "" = every image
 };
 
 using Getenv = const char* (*)(const char*);
@@ -56,8 +58,15 @@ bool only_lists(const std::string& only, const char* name);
 // PROFILE_CPU_HERTZ), comma-separated; "" if none.
 std::string unknown_vars(const char* const* envp);
 
-// One row per variable, for scripts/profshim --help and docs/ checks.
-struct Var { const char* name; const char* def; const char* help; };
+// The table itself, one row per variable (config.cc): for the parser, for
+// scripts/profshim --help (cli/options_dump.cc) and for the docs' checks.
+struct Var {
+  const char* name;
+  const char* def;   // a value of the variable; "(...)": no value, a description
+  const char* help;  // what it does
+  const char* want;  // what it accepts, as the error and --help say it
+  bool (*set)(const char* value, Config* c);  // strict; false if malformed
+};
 const Var* vars(int* n);
 
 }  // namespace config

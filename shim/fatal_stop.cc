@@ -4,7 +4,8 @@
 // deferred and taken again a moment later on the shim's signal, the other
 // threads held at the shim's wrappers meanwhile; the stop itself runs on
 // the signalled thread (stop_runner::fatal) under a watchdog that, past
-// the bound, lets the signal end the process as it would have.
+// the bound, lets the signal end the process as it would have. What to do
+// with a signal is fatal_state.h's decision; this file carries it out.
 #include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -15,6 +16,7 @@
 
 #include "atomic_file.h"
 #include "errline.h"
+#include "fatal_state.h"
 #include "finish.h"
 #include "freeze.h"
 #include "lifecycle.h"
@@ -49,52 +51,39 @@ constexpr int kMaxRetries = 2000;
 // deferral (freeze::hold): without the shim they would be gone.
 constexpr uint64_t kHoldNs = 10000000;
 
-// A fatal signal's stop: which signal (for its watchdog), and the one being
-// deferred while its thread was inside the allocator.
-std::atomic<int> g_fatal_sig{0}, g_deferred_sig{0}, g_retries{0};
-// A fatal signal being acted on: its thread stops for it, or waits for a
-// stop under way and then lets it end the process.
-std::atomic<int> g_dying_sig{0};
-__thread bool t_stopping;     // this thread runs a stop inline (a fatal signal's)
-__thread int t_deferred_sig;  // a fatal signal this thread deferred, until its retry
-__thread int t_retry_timer;   // and that retry's timer
-// The retry of a fatal signal this thread deferred, taken although the
-// thread has blocked it since (a worker that blocks every signal as it
-// starts): the kernel had given it to this thread already, and without the
-// shim it would have ended the process then. If the retry is deferred again,
-// the interrupted mask gets the signal back (t_forced_mask).
-__thread int t_forced_sig;
-__thread bool t_forced_mask;
-__thread int t_retry_in_wait;  // that retry, raised in a sigwait's wrapper, which holds nothing
-__thread bool t_ending;       // past its start routine: in glibc's thread teardown
+// The process's fatal signals, one field per phase (fatal_state.h): the
+// signal whose stop runs here (kStopping, for its watchdog), the one being
+// acted on (kDying: its thread stops for it, or waits for a stop under way
+// and then lets it end the process), the one deferred (kDeferred) and the
+// retries used on it.
+struct Process {
+  std::atomic<int> fatal_sig{0}, dying_sig{0}, deferred_sig{0}, retries{0};
+};
+Process g;
 
-const char* signal_name(int sig) {
-  static const char* const kNames[] = {
-      "signal 0",       "signal SIGHUP",    "signal SIGINT",  "signal SIGQUIT",   "signal SIGILL",
-      "signal SIGTRAP", "signal SIGABRT",   "signal SIGBUS",  "signal SIGFPE",    "signal SIGKILL",
-      "signal SIGUSR1", "signal SIGSEGV",   "signal SIGUSR2", "signal SIGPIPE",   "signal SIGALRM",
-      "signal SIGTERM", "signal SIGSTKFLT", "signal 17",      "signal 18",        "signal 19",
-      "signal 20",      "signal 21",        "signal 22",      "signal 23",        "signal SIGXCPU",
-      "signal SIGXFSZ", "signal SIGVTALRM", "signal SIGPROF", "signal 28",        "signal SIGIO",
-      "signal SIGPWR",  "signal SIGSYS"};
-  // The real-time ones as kill -l names them: from SIGRTMIN up to the
-  // middle, from SIGRTMAX down above it.
-  static const char* const kRtMin[] = {
-      "signal SIGRTMIN",    "signal SIGRTMIN+1",  "signal SIGRTMIN+2",  "signal SIGRTMIN+3",
-      "signal SIGRTMIN+4",  "signal SIGRTMIN+5",  "signal SIGRTMIN+6",  "signal SIGRTMIN+7",
-      "signal SIGRTMIN+8",  "signal SIGRTMIN+9",  "signal SIGRTMIN+10", "signal SIGRTMIN+11",
-      "signal SIGRTMIN+12", "signal SIGRTMIN+13", "signal SIGRTMIN+14", "signal SIGRTMIN+15"};
-  static const char* const kRtMax[] = {
-      "signal SIGRTMAX",    "signal SIGRTMAX-1",  "signal SIGRTMAX-2",  "signal SIGRTMAX-3",
-      "signal SIGRTMAX-4",  "signal SIGRTMAX-5",  "signal SIGRTMAX-6",  "signal SIGRTMAX-7",
-      "signal SIGRTMAX-8",  "signal SIGRTMAX-9",  "signal SIGRTMAX-10", "signal SIGRTMAX-11",
-      "signal SIGRTMAX-12", "signal SIGRTMAX-13", "signal SIGRTMAX-14", "signal SIGRTMAX-15"};
-  if (sig >= SIGRTMIN && sig <= SIGRTMAX) {
-    int up = sig - SIGRTMIN, down = SIGRTMAX - sig;
-    if (up <= down && up < 16) return kRtMin[up];
-    if (down < 16) return kRtMax[down];
-  }
-  return sig > 0 && sig < int(sizeof kNames / sizeof kNames[0]) ? kNames[sig] : "a signal";
+// This thread's part in them.
+struct Thread {
+  bool stopping;     // it runs a stop inline (a fatal signal's)
+  int deferred_sig;  // a fatal signal it deferred, until its retry
+  int retry_timer;   // and that retry's timer
+  // The retry of a fatal signal it deferred, taken although the thread has
+  // blocked it since (a worker that blocks every signal as it starts): the
+  // kernel had given it to this thread already, and without the shim it
+  // would have ended the process then. If the retry is deferred again, the
+  // interrupted mask gets the signal back (forced_mask).
+  int forced_sig;
+  bool forced_mask;
+  int retry_in_wait;  // that retry, raised in a sigwait's wrapper, which holds nothing
+  bool ending;        // past its start routine: in glibc's teardown
+};
+__thread Thread t;
+
+// What the fields above add up to.
+fatal_state::Phase phase() {
+  if (g.fatal_sig.load()) return fatal_state::Phase::kStopping;
+  if (g.dying_sig.load()) return fatal_state::Phase::kDying;
+  if (g.deferred_sig.load()) return fatal_state::Phase::kDeferred;
+  return fatal_state::Phase::kQuiet;
 }
 
 struct FatalCall {
@@ -121,7 +110,7 @@ void doomed() {
 // The deferred signal is sig's no more.
 void forget_deferred(int sig) {
   int d = sig;
-  g_deferred_sig.compare_exchange_strong(d, 0);
+  g.deferred_sig.compare_exchange_strong(d, 0);
 }
 
 // A fatal signal is acted on now: the process dies of it once any stop
@@ -129,7 +118,7 @@ void forget_deferred(int sig) {
 void taken(int sig) {
   forget_deferred(sig);
   int none = 0;
-  g_dying_sig.compare_exchange_strong(none, sig);
+  g.dying_sig.compare_exchange_strong(none, sig);
   doomed();
 }
 
@@ -150,7 +139,10 @@ void die_by(int sig) {
 
 namespace core {
 
-void reset_fatal_retries() { g_retries.store(0); }
+void reset_fatal_retries() {
+  g.retries.store(0);
+  ctx().fatal_deferrals.store(0);
+}
 
 void die_of_deferred() {
   // Deferred while its thread was in the allocator, or being acted on by
@@ -158,8 +150,8 @@ void die_of_deferred() {
   // ended (another thread's exit): without the shim the process had died
   // of it already. Its own thread may get there first; either way it dies
   // of that signal, not of the exit.
-  int sig = g_deferred_sig.load();
-  if (sig <= 0) sig = g_dying_sig.load();
+  int sig = g.deferred_sig.load();
+  if (sig <= 0) sig = g.dying_sig.load();
   if (sig > 0 && signals::serves_default(sig)) die_by(sig);
 }
 
@@ -167,20 +159,20 @@ void fatal_after_fork() {
   // The parent's deferred signal is the parent's (its timer is not
   // inherited): nothing is due on the child's thread. (Its retries start
   // afresh with its image: reset_fatal_retries.)
-  g_deferred_sig.store(0);
-  g_dying_sig.store(0);
-  t_deferred_sig = 0;
-  t_forced_sig = 0;
+  g.deferred_sig.store(0);
+  g.dying_sig.store(0);
+  t.deferred_sig = 0;
+  t.forced_sig = 0;
   sigmask::set_retry_pending(false);
 }
 
 void fatal_thread_ending() {
-  t_ending = true;
+  t.ending = true;
   // A fatal signal this thread deferred, whose retry would come to a thread
   // that is gone: sent again to the process, for a thread that is there.
-  if (int sig = t_deferred_sig) {
-    t_deferred_sig = 0;
-    own_signal::disarm(t_retry_timer);
+  if (int sig = t.deferred_sig) {
+    t.deferred_sig = 0;
+    own_signal::disarm(t.retry_timer);
     sigmask::set_retry_pending(false);
     syscall(SYS_kill, raw_getpid(), sig);
   }
@@ -188,12 +180,12 @@ void fatal_thread_ending() {
 
 }  // namespace core
 
-bool retry_forced(int sig) { return t_forced_sig == sig; }
+bool retry_forced(int sig) { return t.forced_sig == sig; }
 
 bool stop_on_fatal(int sig, siginfo_t* si, void* uc) {
   sandbox::OwnCalls own;
-  const bool forced_mask = t_forced_sig == sig && t_forced_mask, in_wait = t_retry_in_wait == sig;
-  if (t_forced_sig == sig) t_forced_sig = 0;  // another fatal signal's handler may come first
+  const bool forced_mask = t.forced_sig == sig && t.forced_mask, in_wait = t.retry_in_wait == sig;
+  if (t.forced_sig == sig) t.forced_sig = 0;  // another fatal signal's handler may come first
   if (g_state.load() == kInert || vfork_child() || sandbox::stop_forbidden()) return false;
   bool fault = signals::synchronous_fault(sig, si);
   // A fault inside the stop itself ends the stop, not the process; so does
@@ -217,7 +209,7 @@ bool stop_on_fatal(int sig, siginfo_t* si, void* uc) {
   }
   // Another signal in this thread's own fatal stop, outside the stop's
   // recovery: nothing to wait for (it would be waiting for itself).
-  if (t_stopping) return false;
+  if (t.stopping) return false;
   // A fault is never deferred: the other threads stop at their next call
   // from here, before the walks below.
   if (fault) doomed();
@@ -225,7 +217,7 @@ bool stop_on_fatal(int sig, siginfo_t* si, void* uc) {
   // the program's small alternate stack, and unwinding alone wants more.
   FatalCall c = {sig, si, uc, forced_mask, in_wait, false};
   if (!stack::run_on_fresh(shim_thread::kStack, fatal_call, &c)) {
-    if (claim_stop(signal_name(sig))) {
+    if (claim_stop(fatal_state::signal_name(sig))) {
       finish::report_failure(ctx(), "out of memory (no stack for the stop)");
       mark_done();
     }
@@ -235,67 +227,94 @@ bool stop_on_fatal(int sig, siginfo_t* si, void* uc) {
 }
 
 namespace {
-bool fatal_on_this_stack(const FatalCall& c) {
+// Past its start routine, in glibc's teardown: the signal goes to the
+// process again, with this thread blocking it, for another thread that does
+// not (fatal_state::Verdict::kElsewhere).
+void send_elsewhere(int sig, ucontext_t* uc) {
+  sigaddset(&uc->uc_sigmask, sig);
+  syscall(SYS_kill, raw_getpid(), sig);
+}
+
+// In unsafe code: a sent signal is taken again in a moment, when the thread
+// has left it, on the shim's signal once this handler has returned. False
+// if no retry could be armed.
+bool defer(const FatalCall& c, ucontext_t* uc) {
   const int sig = c.sig;
-  siginfo_t* si = c.si;
-  void* uc = c.uc;
-  bool fault = signals::synchronous_fault(sig, si);
-  int state = g_state.load();
-  if ((state == kRunning || state == kStopping) && !fault && t_ending && freeze::another_takes(sig)) {
-    // Past its start routine, in glibc's teardown: jemalloc's data for this
-    // thread may be gone already (its TLS destructor), and a stop here
-    // writes no heap profile. The signal goes to the process again, with
-    // this thread blocking it, for another thread that does not (without
-    // one it is stopped for here, as the process dies of it anyway).
-    sigaddset(&static_cast<ucontext_t*>(uc)->uc_sigmask, sig);
-    syscall(SYS_kill, raw_getpid(), sig);
+  g.deferred_sig.store(sig);
+  // Held only, not announced: the program may install a handler of its
+  // own before the retry, and then lives on.
+  if (signals::serves_default(sig)) freeze::hold(sys::now_ns(CLOCK_MONOTONIC) + kHoldNs);
+  if (c.forced_mask) sigaddset(&uc->uc_sigmask, sig);  // as the program set it
+  if (t.ending) {
+    // In unsafe code in this thread's teardown (its thread cache flushed by
+    // a TLS destructor): a retry aimed at this thread would meet a thread
+    // that is gone. It keeps the signal blocked from here on and the
+    // process gets it again, for a thread that is there.
+    send_elsewhere(sig, uc);
+    ctx().fatal_deferrals.fetch_add(1);
     return true;
   }
-  if ((state == kRunning || state == kStopping) && stackwalk::interrupted_in_unsafe_code(uc, c.in_wait)) {
-    // Inside the allocator (or the loader, or a Holding): its locks may be
-    // held by this very thread, and a stop -- ours, or one under way on
-    // another thread -- needs them. A sent signal is taken again in a
-    // moment, when the thread has left; a fault there cannot be, nor written.
-    // The retry comes on the shim's signal, once this handler has returned:
-    // not if the interrupted code blocks it (a program's alternate-stack
-    // handler), nor with retries used up.
-    bool can_return = !sigismember(&static_cast<ucontext_t*>(uc)->uc_sigmask, own_signal::number());
-    if (!fault && can_return && g_retries.fetch_add(1) < kMaxRetries) {
-      g_deferred_sig.store(sig);
-      // Held only, not announced: the program may install a handler of its
-      // own before the retry, and then lives on.
-      if (signals::serves_default(sig)) freeze::hold(sys::now_ns(CLOCK_MONOTONIC) + kHoldNs);
-      if (c.forced_mask) sigaddset(&static_cast<ucontext_t*>(uc)->uc_sigmask, sig);  // as the program set it
-      if (t_ending) {
-        // Inside the allocator in this thread's teardown (its thread cache
-        // flushed by a TLS destructor): a retry aimed at this thread would
-        // meet a thread that is gone. It keeps the signal blocked from here
-        // on and the process gets it again, for a thread that is there.
-        sigaddset(&static_cast<ucontext_t*>(uc)->uc_sigmask, sig);
-        syscall(SYS_kill, raw_getpid(), sig);
-        return true;
-      }
-      t_deferred_sig = sig;
-      t_retry_timer = own_signal::arm_self(own_signal::kRetryFatal, kRetryNs);
-      if (t_retry_timer >= 0) {
-        sigmask::set_retry_pending(true);
-        return true;
-      }
-      t_deferred_sig = 0;
-    }
-    taken(sig);
-    if (claim_stop(signal_name(sig))) {
-      finish::report_failure(ctx(), fault ? "the program crashed inside the allocator"
-                                          : "the signal came while the program was inside the allocator");
-      mark_done();
-    }
-    wait_done();
-    return false;
+  t.deferred_sig = sig;
+  t.retry_timer = own_signal::arm_self(own_signal::kRetryFatal, kRetryNs);
+  if (t.retry_timer >= 0) {
+    sigmask::set_retry_pending(true);
+    ctx().fatal_deferrals.fetch_add(1);
+    return true;
+  }
+  t.deferred_sig = 0;
+  return false;
+}
+
+// In unsafe code and unable to wait: no stop (its locks may be held by this
+// very thread), one line that says why, and the process dies of it.
+void refuse(int sig, bool fault) {
+  taken(sig);
+  if (claim_stop(fatal_state::signal_name(sig))) {
+    finish::report_failure(ctx(), fault ? "the program crashed in code a stop cannot interrupt "
+                                          "(the allocator, the loader, or the shim's own)"
+                                        : "the signal came while the program was in code a stop cannot "
+                                          "interrupt (the allocator, the loader, or the shim's own)");
+    mark_done();
+  }
+  wait_done();
+}
+
+bool fatal_on_this_stack(const FatalCall& c) {
+  const int sig = c.sig;
+  auto* uc = static_cast<ucontext_t*>(c.uc);
+  const int state = g_state.load();
+  fatal_state::Facts f;
+  f.profiling = state == kRunning || state == kStopping;
+  f.fault = signals::synchronous_fault(sig, c.si);
+  f.thread_ending = t.ending;
+  // The retry comes on the shim's signal: not if the interrupted code
+  // blocks it (a program's alternate-stack handler).
+  f.retry_can_come = !sigismember(&uc->uc_sigmask, own_signal::number());
+  f.another_takes = [](void* a) { return freeze::another_takes(static_cast<FatalCall*>(a)->sig); };
+  f.in_unsafe_code = [](void* a) {
+    auto* call = static_cast<FatalCall*>(a);
+    return stackwalk::interrupted_in_unsafe_code(call->uc, call->in_wait);
+  };
+  f.take_retry = [](void*) { return g.retries.fetch_add(1) < kMaxRetries; };
+  f.arg = const_cast<FatalCall*>(&c);
+  switch (fatal_state::decide(f)) {
+    case fatal_state::Verdict::kElsewhere:
+      send_elsewhere(sig, uc);
+      return true;
+    case fatal_state::Verdict::kDefer:
+      if (defer(c, uc)) return true;
+      refuse(sig, f.fault);
+      return false;
+    case fatal_state::Verdict::kRefuse:
+      refuse(sig, f.fault);
+      return false;
+    case fatal_state::Verdict::kStop:
+      break;
   }
   taken(sig);
-  if (claim_stop(signal_name(sig))) {
-    g_fatal_sig.store(sig);
-    t_stopping = true;
+  if (claim_stop(fatal_state::signal_name(sig))) {
+    g.fatal_sig.store(sig);
+    t.stopping = true;
     stop_runner::fatal(ctx());
     mark_done();
     return false;
@@ -308,7 +327,7 @@ bool fatal_on_this_stack(const FatalCall& c) {
 
 void on_watchdog(void* uc) {
   if (stop_runner::on_watchdog(uc)) return;  // a normal stop in place (abandoned: no return)
-  if (g_fatal_sig.load() == 0) return;        // a late timer: no stop is under way here
+  if (phase() != fatal_state::Phase::kStopping) return;  // a late timer: no stop is under way here
   // On the thread of a fatal stop that ran past its bound, interrupting it
   // wherever it is: say so, remove what is half-written, and die of the
   // signal as the process would have.
@@ -316,7 +335,7 @@ void on_watchdog(void* uc) {
     atomic_file::abandon();
     finish::report_timeout(ctx());
   }
-  die_by(g_fatal_sig.load());
+  die_by(g.fatal_sig.load());
 }
 
 void on_retry_fatal(const siginfo_t* si, void* uc) {
@@ -326,8 +345,8 @@ void on_retry_fatal(const siginfo_t* si, void* uc) {
   // took our signal, at once.
   if (si) syscall(SYS_timer_delete, si->si_timerid);
   // This thread's own (two threads may each have deferred one).
-  int sig = t_deferred_sig ? t_deferred_sig : g_deferred_sig.load();
-  t_deferred_sig = 0;
+  int sig = t.deferred_sig ? t.deferred_sig : g.deferred_sig.load();
+  t.deferred_sig = 0;
   sigmask::set_retry_pending(false);
   if (sig <= 0) return;
   sigset_t one, now;
@@ -350,15 +369,15 @@ void on_retry_fatal(const siginfo_t* si, void* uc) {
     forget_deferred(sig);  // the program's own disposition has it now
     freeze::release();
   }
-  const bool force = (in_mask || sigmask::view_blocks(sig)) && !t_stopping && !stop_runner::stopping_here() && ours;
-  if (force) t_forced_sig = sig, t_forced_mask = in_mask;
+  const bool force = (in_mask || sigmask::view_blocks(sig)) && !t.stopping && !stop_runner::stopping_here() && ours;
+  if (force) t.forced_sig = sig, t.forced_mask = in_mask;
   if (uc) {
     if (force) sigdelset(back, sig);
     sigmask::unfiltered(SIG_BLOCK, &one, nullptr);
     syscall(SYS_tgkill, raw_getpid(), sys::gettid(), sig);
     return;
   }
-  t_retry_in_wait = sig;
+  t.retry_in_wait = sig;
   std::atomic_signal_fence(std::memory_order_seq_cst);  // all stored before the handler runs
   syscall(SYS_tgkill, raw_getpid(), sys::gettid(), sig);  // unblocked: its handler runs on the way back
   if (force && in_mask) {
@@ -366,7 +385,7 @@ void on_retry_fatal(const siginfo_t* si, void* uc) {
     sigmask::unfiltered(SIG_BLOCK, &one, nullptr);    // as the program had it
   }
   std::atomic_signal_fence(std::memory_order_seq_cst);
-  t_retry_in_wait = 0;
+  t.retry_in_wait = 0;
 }
 
 }  // namespace lifecycle

@@ -378,6 +378,7 @@ void run(Context& ctx) {
   f.peak_rss_bytes = uint64_t(ru.ru_maxrss) * 1024;
   f.wall_s = double(ctx.stop_mono_ns - ctx.start_mono_ns) / 1e9;
   f.stop_ms = double(sys::now_ns(CLOCK_MONOTONIC) - ctx.stop_mono_ns) / 1e6;
+  f.fatal_deferred = ctx.fatal_deferrals.load();
   if (ctx.reported.exchange(true)) return;  // someone gave up on us: their line stands
   std::string line = summary::format(f);
   if (!set.errors.empty()) {

@@ -21,6 +21,7 @@
 
 #include "alloc_choice.h"
 #include "errline.h"
+#include "export.h"
 #include "heap.h"
 #include "image.h"
 #include "lifecycle.h"
@@ -31,8 +32,6 @@
 #include "stackwalk.h"
 #include "unload.h"
 #include "wrappers.h"
-
-#define EXPORT extern "C" __attribute__((visibility("default")))
 
 namespace {
 

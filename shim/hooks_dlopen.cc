@@ -8,9 +8,8 @@
 #include <dlfcn.h>
 
 #include "alloc_choice.h"
+#include "export.h"
 #include "real.h"
-
-#define EXPORT extern "C" __attribute__((visibility("default")))
 
 EXPORT void* dlopen(const char* file, int flags) {
   if ((flags & RTLD_DEEPBIND) && alloc_choice::mode() == alloc_choice::kJemalloc) flags &= ~RTLD_DEEPBIND;

@@ -13,11 +13,10 @@
 #include <sys/syscall.h>
 
 #include "errline.h"
+#include "export.h"
 #include "fsroot.h"
 #include "lifecycle.h"
 #include "real.h"
-
-#define EXPORT extern "C" __attribute__((visibility("default")))
 
 EXPORT int close(int fd) {
   lifecycle::before_close(unsigned(fd), unsigned(fd));

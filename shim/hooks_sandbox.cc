@@ -22,12 +22,11 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 
+#include "export.h"
 #include "lifecycle.h"
 #include "sandbox.h"
 #include "signals.h"
 #include "sys.h"
-
-#define EXPORT extern "C" __attribute__((visibility("default")))
 
 namespace {
 long raw6(long nr, long a, long b, long c, long d, long e, long f) {

@@ -7,13 +7,13 @@
 #include <signal.h>
 #include <time.h>
 
+#include "export.h"
 #include "own_signal.h"
 #include "real.h"
 #include "sigmask.h"
 #include "signals.h"
 #include "sys.h"
 
-#define EXPORT extern "C" __attribute__((visibility("default")))
 // The masks and the waits hold nothing: a fatal signal that comes to a
 // thread here (a pending one delivered as the mask call unblocks it, one
 // that ends a wait) is stopped for at once, as the kernel would have ended

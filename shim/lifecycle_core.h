@@ -33,7 +33,8 @@ void mark_done();
 // removes what is half-written, and lets the caller go on. Signal-safe.
 void wait_done();
 
-// fatal_stop.cc's, for lifecycle.cc: a new image's retries start afresh;
+// fatal_stop.cc's, for lifecycle.cc: a new image's retries (and its count
+// of deferrals) start afresh;
 // a fork child has none due; a thread in its teardown.
 void reset_fatal_retries();
 void fatal_after_fork();

@@ -12,11 +12,10 @@
 #include <atomic>
 
 #include "alloc_choice.h"
+#include "export.h"
 #include "jemalloc_raw.h"
 #include "real.h"
 #include "wrappers.h"
-
-#define EXPORT extern "C" __attribute__((visibility("default")))
 
 namespace malloc_api {
 namespace {

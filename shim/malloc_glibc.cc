@@ -12,10 +12,9 @@
 #include <unistd.h>
 
 #include "alloc_choice.h"
+#include "export.h"
 #include "jemalloc_raw.h"
 #include "wrappers.h"
-
-#define EXPORT extern "C" __attribute__((visibility("default"))) PROFSHIM_ALLOC
 
 namespace {
 
@@ -108,7 +107,7 @@ F theirs(void* fn) {
 
 }  // namespace
 
-EXPORT struct mallinfo2 mallinfo2(void) {
+EXPORT_ALLOC struct mallinfo2 mallinfo2(void) {
   if (alloc_choice::mode() != alloc_choice::kJemalloc) {
     // A glibc older than 2.33 has no mallinfo2: zeros, as a reader of it
     // on such a system would get from nothing.
@@ -122,7 +121,7 @@ EXPORT struct mallinfo2 mallinfo2(void) {
 }
 
 // glibc truncates to int here too: that is why mallinfo2 exists.
-EXPORT struct mallinfo mallinfo(void) {
+EXPORT_ALLOC struct mallinfo mallinfo(void) {
   if (alloc_choice::mode() != alloc_choice::kJemalloc) {
     auto f = theirs<struct mallinfo (*)(void)>(alloc_choice::next().mallinfo);
     struct mallinfo r = {};
@@ -148,7 +147,7 @@ EXPORT struct mallinfo mallinfo(void) {
 // glibc: 1 if memory was released to the system, else 0. The pad (space to
 // keep at the top of the heap) has no meaning for extents; the calling
 // thread's cache is flushed first so its cached blocks can be purged too.
-EXPORT int malloc_trim(size_t pad) {
+EXPORT_ALLOC int malloc_trim(size_t pad) {
   if (alloc_choice::mode() != alloc_choice::kJemalloc) {
     auto f = alloc_choice::next().malloc_trim;
     int r = f ? f(pad) : 0;
@@ -165,7 +164,7 @@ EXPORT int malloc_trim(size_t pad) {
 }
 
 // glibc's layout, on stderr as glibc's; one "Arena" per jemalloc arena.
-EXPORT void malloc_stats(void) {
+EXPORT_ALLOC void malloc_stats(void) {
   if (alloc_choice::mode() != alloc_choice::kJemalloc) {
     if (auto f = alloc_choice::next().malloc_stats) f();
     PROFSHIM_KEEP_FRAME_VOID();
@@ -188,7 +187,7 @@ EXPORT void malloc_stats(void) {
 // glibc's XML (malloc version="1"): a <heap> per arena, whose <sizes> are
 // the free regions of each small size class. jemalloc keeps no high-water
 // mark of its mappings, so "max" is the current figure.
-EXPORT int malloc_info(int options, FILE* fp) {
+EXPORT_ALLOC int malloc_info(int options, FILE* fp) {
   if (alloc_choice::mode() != alloc_choice::kJemalloc) {
     auto f = alloc_choice::next().malloc_info;
     int r = f ? f(options, fp) : EINVAL;

@@ -15,10 +15,9 @@
 #include <string.h>
 
 #include "alloc_choice.h"
+#include "export.h"
 #include "jemalloc_raw.h"
 #include "wrappers.h"
-
-#define EXPORT extern "C" __attribute__((visibility("default"))) PROFSHIM_ALLOC
 
 using alloc_choice::kJemalloc;
 using alloc_choice::mode;
@@ -45,7 +44,7 @@ void* emulated_alloc(size_t n, int flags) {
 
 }  // namespace
 
-EXPORT void* mallocx(size_t n, int flags) {
+EXPORT_ALLOC void* mallocx(size_t n, int flags) {
   if (mode() == kJemalloc) return profshim_je_mallocx(n, flags);
   if (alloc_choice::optional().mallocx) {
     auto r = alloc_choice::optional().mallocx(n, flags);
@@ -55,7 +54,7 @@ EXPORT void* mallocx(size_t n, int flags) {
   return emulated_alloc(n, flags);
 }
 
-EXPORT void* rallocx(void* p, size_t n, int flags) {
+EXPORT_ALLOC void* rallocx(void* p, size_t n, int flags) {
   if (alloc_choice::is_bootstrap(p)) return realloc(p, n);
   if (mode() == kJemalloc) return profshim_je_rallocx(p, n, flags);
   if (alloc_choice::optional().rallocx) {
@@ -73,7 +72,7 @@ EXPORT void* rallocx(void* p, size_t n, int flags) {
 }
 
 // In place: the next malloc has no such call, so the block keeps its size.
-EXPORT size_t xallocx(void* p, size_t n, size_t extra, int flags) {
+EXPORT_ALLOC size_t xallocx(void* p, size_t n, size_t extra, int flags) {
   if (mode() == kJemalloc) return profshim_je_xallocx(p, n, extra, flags);
   if (alloc_choice::optional().xallocx) {
     auto r = alloc_choice::optional().xallocx(p, n, extra, flags);
@@ -83,7 +82,7 @@ EXPORT size_t xallocx(void* p, size_t n, size_t extra, int flags) {
   return malloc_usable_size(p);
 }
 
-EXPORT size_t sallocx(const void* p, int flags) {
+EXPORT_ALLOC size_t sallocx(const void* p, int flags) {
   if (mode() == kJemalloc) return profshim_je_sallocx(p, flags);
   if (alloc_choice::optional().sallocx) {
     auto r = alloc_choice::optional().sallocx(p, flags);
@@ -93,7 +92,7 @@ EXPORT size_t sallocx(const void* p, int flags) {
   return malloc_usable_size(const_cast<void*>(p));
 }
 
-EXPORT void dallocx(void* p, int flags) {
+EXPORT_ALLOC void dallocx(void* p, int flags) {
   if (alloc_choice::is_bootstrap(p)) return;
   if (mode() == kJemalloc) return profshim_je_dallocx(p, flags);
   if (alloc_choice::optional().dallocx) {
@@ -104,7 +103,7 @@ EXPORT void dallocx(void* p, int flags) {
   free(p);
 }
 
-EXPORT void sdallocx(void* p, size_t n, int flags) {
+EXPORT_ALLOC void sdallocx(void* p, size_t n, int flags) {
   if (alloc_choice::is_bootstrap(p)) return;
   if (mode() == kJemalloc) return profshim_je_sdallocx(p, n, flags);
   if (alloc_choice::optional().sdallocx) {
@@ -117,7 +116,7 @@ EXPORT void sdallocx(void* p, size_t n, int flags) {
 
 // What mallocx(n, flags) would give at least; 0 where it would fail, as
 // jemalloc answers.
-EXPORT size_t nallocx(size_t n, int flags) {
+EXPORT_ALLOC size_t nallocx(size_t n, int flags) {
   if (mode() == kJemalloc) return profshim_je_nallocx(n, flags);
   if (alloc_choice::optional().nallocx) {
     auto r = alloc_choice::optional().nallocx(n, flags);
@@ -129,7 +128,7 @@ EXPORT size_t nallocx(size_t n, int flags) {
   return rounded < n || rounded > (SIZE_MAX >> 1) ? 0 : rounded;
 }
 
-EXPORT int mallctlnametomib(const char* name, size_t* mib, size_t* len) {
+EXPORT_ALLOC int mallctlnametomib(const char* name, size_t* mib, size_t* len) {
   if (mode() == kJemalloc) return profshim_je_mallctlnametomib(name, mib, len);
   if (alloc_choice::optional().mallctlnametomib) {
     auto r = alloc_choice::optional().mallctlnametomib(name, mib, len);
@@ -139,7 +138,7 @@ EXPORT int mallctlnametomib(const char* name, size_t* mib, size_t* len) {
   return ENOENT;
 }
 
-EXPORT void malloc_stats_print(void (*write_cb)(void*, const char*), void* opaque, const char* opts) {
+EXPORT_ALLOC void malloc_stats_print(void (*write_cb)(void*, const char*), void* opaque, const char* opts) {
   if (mode() == kJemalloc) return profshim_je_malloc_stats_print(write_cb, opaque, opts);
   if (alloc_choice::optional().malloc_stats_print) alloc_choice::optional().malloc_stats_print(write_cb, opaque, opts);
   PROFSHIM_KEEP_FRAME_VOID();

@@ -96,6 +96,11 @@ std::string format(const Figures& f) {
     snprintf(b, sizeof b, " | %llu heap peak%s written", (unsigned long long)f.peaks, f.peaks == 1 ? "" : "s");
     s += b;
   }
+  if (f.fatal_deferred) {
+    snprintf(b, sizeof b, " | %llu fatal signal%s deferred", (unsigned long long)f.fatal_deferred,
+             f.fatal_deferred == 1 ? "" : "s");
+    s += b;
+  }
   if (!f.who.empty()) s += " | " + f.who;
   return s;
 }

@@ -19,6 +19,7 @@ struct Figures {
   double dropped_s = 0;            // no sample and no known start routine ended; their CPU
   uint64_t unsampled_threads = 0;  // threads the kernel gave no CPU timer
   uint64_t stacks_cut = 0;         // samples whose stack walk stopped at a frame it could not trust
+  uint64_t fatal_deferred = 0;     // fatal signals taken again later: they came in code a stop cannot interrupt
   // The image's CPU (all its threads, the shim's included) from the shim's
   // load to the moment the CPU profiler stopped: what the profile could
   // have covered. What it used after (the rest of the stop, the program's

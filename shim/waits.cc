@@ -25,18 +25,13 @@ __thread uint64_t t_draw;
 namespace {
 
 constexpr int kMaxDepth = 128;
-constexpr uint64_t kOne = 1024;  // a contention, in the table's fixed point (counts are R/d)
 
 const char* const kNames[kCalls] = {
     "",
-    "pthread_mutex_lock", "pthread_mutex_timedlock", "pthread_rwlock_rdlock", "pthread_rwlock_wrlock",
-    "pthread_cond_wait", "pthread_cond_timedwait", "pthread_cond_clockwait", "sem_wait", "sem_timedwait",
-    "pthread_join",
-    "read", "write", "pread", "pwrite", "readv", "writev", "recv", "recvfrom", "recvmsg", "recvmmsg", "send",
-    "sendto", "sendmsg", "sendmmsg", "accept", "accept4", "connect",
-    "poll", "ppoll", "select", "pselect", "epoll_wait", "epoll_pwait",
-    "nanosleep", "clock_nanosleep", "usleep", "sleep",
-    "fsync", "fdatasync", "getaddrinfo", "waitpid", "wait4", "wait", "flock", "fcntl"};
+#define WAITS_CALL_NAME(id, name) name,
+    WAITS_CALLS(WAITS_CALL_NAME)
+#undef WAITS_CALL_NAME
+};
 
 struct State {
   stack_table::Table table;
@@ -113,9 +108,7 @@ bool own_code(uint64_t pc) {
 }
 
 void add(Call call, uint64_t d, const uint64_t* pcs, uint32_t n) {
-  uint64_t rate = g_hot.rate;
-  uint64_t count = d >= rate ? kOne : (rate * kOne) / d;
-  uint64_t delay = d >= rate ? d : rate;
+  Weight w = weight(d, g_hot.rate);
   int32_t tid = int32_t(sys::gettid());
   uint32_t serial = 0;
   {
@@ -123,7 +116,7 @@ void add(Call call, uint64_t d, const uint64_t* pcs, uint32_t n) {
     sandbox::OwnCalls own;
     serial = g.table.serial_now(&t_serial, &g.serials, tid);
   }
-  g.table.add(pcs, n, tid, serial, call, count, delay);
+  g.table.add(pcs, n, tid, serial, call, w.count, w.delay);
   g.records.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -177,7 +170,7 @@ bool start(uint64_t rate_ns, std::string* err) {
   g.tick0 = now();
   uint64_t rate = uint64_t(double(rate_ns) * per_ns + 0.5);
   g_hot.rate = rate ? rate : 1;
-  g_hot.scale = g_hot.rate == 1 ? ~0ull : ~0ull / g_hot.rate;
+  g_hot.scale = scale_for(g_hot.rate);
   g_hot.on.store(true, std::memory_order_release);
   return true;
 }

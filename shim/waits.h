@@ -37,15 +37,30 @@ namespace waits {
 
 // The calls, as the label `call` and the stack's leaf name them (a
 // fortified or 64-bit alias, __read_chk or pread64, by the name the
-// program's source calls).
+// program's source calls). One row per call: the enum and the names are
+// both made from this list, so they cannot drift apart.
+#define WAITS_CALLS(X)                                                                                   \
+  X(kMutexLock, "pthread_mutex_lock") X(kMutexTimedlock, "pthread_mutex_timedlock")                      \
+  X(kRwlockRdlock, "pthread_rwlock_rdlock") X(kRwlockWrlock, "pthread_rwlock_wrlock")                    \
+  X(kCondWait, "pthread_cond_wait") X(kCondTimedwait, "pthread_cond_timedwait")                          \
+  X(kCondClockwait, "pthread_cond_clockwait") X(kSemWait, "sem_wait") X(kSemTimedwait, "sem_timedwait")  \
+  X(kJoin, "pthread_join")                                                                               \
+  X(kRead, "read") X(kWrite, "write") X(kPread, "pread") X(kPwrite, "pwrite") X(kReadv, "readv")         \
+  X(kWritev, "writev") X(kRecv, "recv") X(kRecvfrom, "recvfrom") X(kRecvmsg, "recvmsg")                  \
+  X(kRecvmmsg, "recvmmsg") X(kSend, "send") X(kSendto, "sendto") X(kSendmsg, "sendmsg")                  \
+  X(kSendmmsg, "sendmmsg") X(kAccept, "accept") X(kAccept4, "accept4") X(kConnect, "connect")            \
+  X(kPoll, "poll") X(kPpoll, "ppoll") X(kSelect, "select") X(kPselect, "pselect")                        \
+  X(kEpollWait, "epoll_wait") X(kEpollPwait, "epoll_pwait")                                              \
+  X(kNanosleep, "nanosleep") X(kClockNanosleep, "clock_nanosleep") X(kUsleep, "usleep") X(kSleep, "sleep") \
+  X(kFsync, "fsync") X(kFdatasync, "fdatasync") X(kGetaddrinfo, "getaddrinfo") X(kWaitpid, "waitpid")    \
+  X(kWait4, "wait4") X(kWait, "wait") X(kFlock, "flock") X(kFcntl, "fcntl")
+
+// 0 is no call (a stack's tag starts at 1).
 enum Call : uint32_t {
-  kMutexLock = 1, kMutexTimedlock, kRwlockRdlock, kRwlockWrlock, kCondWait, kCondTimedwait, kCondClockwait,
-  kSemWait, kSemTimedwait, kJoin,
-  kRead, kWrite, kPread, kPwrite, kReadv, kWritev, kRecv, kRecvfrom, kRecvmsg, kRecvmmsg, kSend, kSendto,
-  kSendmsg, kSendmmsg, kAccept, kAccept4, kConnect,
-  kPoll, kPpoll, kSelect, kPselect, kEpollWait, kEpollPwait,
-  kNanosleep, kClockNanosleep, kUsleep, kSleep,
-  kFsync, kFdatasync, kGetaddrinfo, kWaitpid, kWait4, kWait, kFlock, kFcntl,
+  kNoCall,
+#define WAITS_CALL_ENUM(id, name) id,
+  WAITS_CALLS(WAITS_CALL_ENUM)
+#undef WAITS_CALL_ENUM
   kCalls
 };
 const char* call_name(uint32_t call);
@@ -74,16 +89,38 @@ inline uint64_t now() {
   return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
+// The sampling rule apart from the clock and the thread (unit-tested
+// alone). scale: 2^64 / R, so that a draw below d * scale has probability
+// d/R.
+inline uint64_t scale_for(uint64_t rate) { return rate == 1 ? ~0ull : ~0ull / rate; }
+// Whether an event of d ticks (> 0) is kept at rate R: always when d >= R,
+// else with probability d/R, drawn with xorshift64* on *state (seeded from
+// seed, made odd, while it is 0).
+inline bool keep(uint64_t d, uint64_t rate, uint64_t scale, uint64_t seed, uint64_t* state) {
+  if (d >= rate) return true;
+  uint64_t x = *state ? *state : (seed | 1);
+  x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
+  *state = x;
+  return x * 0x2545f4914f6cdd1dull < d * scale;
+}
+// A contention, in the table's fixed point (counts are R/d).
+constexpr uint64_t kOne = 1024;
+// What a kept event of d ticks adds to its stack: count in kOne units and
+// delay in ticks, each scaled by R/d when d < R (unbiased: expected d and
+// one contention per event).
+struct Weight {
+  uint64_t count, delay;
+};
+inline Weight weight(uint64_t d, uint64_t rate) {
+  return d >= rate ? Weight{kOne, d} : Weight{(rate * kOne) / d, rate};
+}
+
 // Whether the event that began at t0 (now()) is recorded; *d its duration
-// in ticks. Draws with xorshift64* on a per-thread state.
+// in ticks. Draws on a per-thread state.
 inline bool sampled(uint64_t t0, uint64_t* d) {
   uint64_t t = now() - t0;
   *d = int64_t(t) > 0 ? t : 1;  // a TSC read on another core a hair behind
-  if (*d >= g_hot.rate) return true;
-  uint64_t x = t_draw ? t_draw : (t0 | 1);
-  x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
-  t_draw = x;
-  return x * 0x2545f4914f6cdd1dull < *d * g_hot.scale;
+  return keep(*d, g_hot.rate, g_hot.scale, t0, &t_draw);
 }
 
 // A sampled event of d ticks of `call`, called from a wrapper of

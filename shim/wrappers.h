@@ -14,6 +14,8 @@
 // sampled allocation. Part of the allocator for every cut; a CPU sample
 // taken in it is the shim's cost, and labeled so.
 #define PROFSHIM_HEAP_PROFILING __attribute__((section("profshim_heapprof"), noinline, used))
+// The wait profile's wrappers (hooks_wait.cc), never inlined into a caller.
+#define PROFSHIM_WAIT __attribute__((section("profshim_wait"), noinline))
 
 namespace wrappers {
 uint64_t begin();

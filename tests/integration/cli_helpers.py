@@ -21,13 +21,14 @@ def profshim(ctx, args, cwd=None, exe=PROFSHIM, env=None, timeout=120, **extra):
 
 
 def shim_table():
-    """[(VARIABLE, default, help)] read from shim/config.cc's table itself
-    (C string literals joined), not from the build's dump of it."""
+    """[(VARIABLE, default, help, accepted)] read from shim/config.cc's table
+    itself (C string literals joined; each row's strings come before its
+    parser), not from the build's dump of it."""
     src = open(os.path.join(REPO, "shim", "config.cc")).read()
     body = src[src.index("const Var kVars[]"):]
-    body = body[:body.index("};")]
+    body = body[:body.index("\n};")]
     rows = []
-    for m in re.finditer(r"\{((?:\s*\"(?:[^\"\\]|\\.)*\"\s*,?)+)\}", body):
+    for m in re.finditer(r"\{((?:\s*\"(?:[^\"\\]|\\.)*\"\s*,?)+)\s*\[\]", body):
         fields, cur = [], None
         for part in re.finditer(r"\"((?:[^\"\\]|\\.)*)\"|(,)", m.group(1)):
             if part.group(2):
@@ -38,7 +39,7 @@ def shim_table():
         if cur is not None:
             fields.append(cur)
         rows.append(tuple(fields))
-    check(len(rows) >= 5 and all(len(r) == 3 for r in rows), "cannot read shim/config.cc's table: %s" % rows)
+    check(len(rows) >= 5 and all(len(r) == 4 for r in rows), "cannot read shim/config.cc's table: %s" % rows)
     return rows
 
 

@@ -17,11 +17,11 @@ def test_help_is_the_shim_table(ctx):
         r = profshim(ctx, args)
         check(r.rc == 0 and not r.err, "profshim %s: %s\n%s" % (" ".join(args), r.status_text(), r.describe()))
         text = r.stdout_text
-        for var, default, helptext in shim_table():
+        for var, default, helptext, accepted in shim_table():
             opt = "--" + var[len("PROFILE_"):].lower().replace("_", "-")
-            check(var in text and opt in text and helptext in text,
-                  "profshim %s lacks %s (%s) or its text %r from shim/config.cc:\n%s" % (
-                      " ".join(args), var, opt, helptext, indent(text)))
+            check(var in text and opt in text and helptext in text and accepted in text,
+                  "profshim %s lacks %s (%s) or its text %r or %r from shim/config.cc:\n%s" % (
+                      " ".join(args), var, opt, helptext, accepted, indent(text)))
             if not default.startswith("("):
                 check("(default: %s)" % default in text, "profshim %s: %s's default %s missing:\n%s" % (
                     " ".join(args), var, default, indent(text)))
@@ -65,7 +65,7 @@ MALFORMED = {"PROFILE_LOG": "x1/", "PROFILE_ONLY": "x1,"}
 def test_every_option_reaches_the_shim(ctx):
     # A malformed value is the shim's to refuse: the option named its
     # variable when the refusal names it.
-    for var, _, _ in shim_table():
+    for var, _, _, _ in shim_table():
         if var in ("PROFILE_DIR", "PROFILE_NAME"):
             continue  # any name is accepted; -d and -n are test_wrapper's
         opt = "--" + var[len("PROFILE_"):].lower().replace("_", "-")

@@ -20,11 +20,12 @@ signal, up to 1.1 s); inside malloc, no profile in 3 of 3.
 """
 
 import os
+import re
 import signal
 import time
 
-from common import check, indent
-from st_helpers import pprofs, prof_env, start
+from common import check, indent, run_program
+from st_helpers import compile_c, pprofs, prof_env, start, workload_source
 
 RUNS = 10
 PLAIN_RUNS = 3
@@ -95,3 +96,27 @@ def test_sigterm_to_a_thread_inside_glibc_malloc(ctx):
     while that thread sat parked there and deferred again until the stop
     gave up: no profile in 6 of 6."""
     _shape(ctx, "malloc", kinds=(".cpu.pprof", ".wait.pprof"), PROFILE_HEAP_SAMPLE=0)
+
+
+def test_deferral_is_counted_on_the_summary_line(ctx):
+    """SIGTERM raised in a library's constructor, which dlopen runs under
+    the loader's frames: a stop there could wait on the loader's lock, so
+    the signal is deferred every time, and taken again when dlopen has
+    returned. The process dies of SIGTERM as it does without the shim, with
+    its profiles, and the summary line says how many times it was deferred
+    (at least once: more if the retry came before dlopen returned)."""
+    d = ctx.mkdtemp("bin")
+    lib = compile_c(ctx, os.path.join(d, "libterm_in_ctor.so"), [workload_source("lib/term_in_ctor.c")], shared=True)
+    main = compile_c(ctx, os.path.join(d, "dlopen_arg"), [workload_source("lib/dlopen_arg.c")], args=["-ldl"])
+    plain = run_program([main, lib], ctx.env(preload=False), ctx.mkdtemp("cwd"), timeout=60)
+    check(plain.rc == -signal.SIGTERM, "without the shim: %s, want SIGTERM\n%s" % (plain.status_text(), plain.describe()))
+    for i in range(3):
+        out = ctx.mkdtemp("prof")
+        r = run_program([main, lib], prof_env(ctx, out), ctx.mkdtemp("cwd"), timeout=60)
+        check(r.rc == -signal.SIGTERM, "run %d: %s, want SIGTERM\n%s" % (i, r.status_text(), r.describe()))
+        lines = r.summary_lines()
+        check(len(lines) == 1 and pprofs(out) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"],
+              "run %d: want one summary line and three profiles, got %s\n%s" % (i, pprofs(out), r.describe()))
+        m = re.search(r" \| (\d+) fatal signals? deferred \|", lines[0])
+        check(m and int(m.group(1)) >= 1, "run %d: the summary line does not count the deferral:\n%s" % (
+            i, indent(lines[0])))

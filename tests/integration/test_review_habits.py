@@ -1,26 +1,15 @@
 """Programs a review of the signal and stop redesign broke the shim with
 (tests/workloads/review_habits.c, unwinds_itself.c), each compared with a
-plain run: a hang, a process that survived SIGTERM, a crash with no
-profile, a small thread stack overflowed, a program's own use of the
-shim's signal number, a parent kept waiting on a daemon's pipe."""
+plain run: a hang, a small thread stack overflowed, a parent kept waiting
+on a daemon's pipe. The signal tests that were here are in
+test_signals_fatal.py and test_signals_masks.py."""
 
 import os
-import signal
 import subprocess
 
-from common import check, indent
+from common import check
+from sig_helpers import both_same
 from st_helpers import pprofs, prof_env, run
-
-
-def _both(ctx, argv, timeout=60, **vars):
-    plain = run(ctx, argv, env=ctx.env(preload=False), timeout=timeout)
-    d = ctx.mkdtemp("prof")
-    r = run(ctx, argv, env=prof_env(ctx, d, **vars), timeout=timeout)
-    check(r.status.key() == plain.status.key(), "%s: under the shim %s, without it %s\n%s" % (
-        " ".join(argv), r.status, plain.status, r.describe()))
-    check(r.stdout_text == plain.stdout_text, "%s: stdout differs\nplain:\n%s\nshim:\n%s" % (
-        " ".join(argv), indent(plain.stdout_text), indent(r.stdout_text)))
-    return plain, r, d
 
 
 def test_program_that_unwinds_itself_with_libunwind(ctx):
@@ -28,26 +17,8 @@ def test_program_that_unwinds_itself_with_libunwind(ctx):
     libunwind, deadlocked on its mutex (3 runs of 4 hung). The shim's walks
     use its own copy of libgcc's unwinder. Three runs at 1000 Hz."""
     for _ in range(3):
-        _, r, d = _both(ctx, ["unwinds_itself"], timeout=30, PROFILE_CPU_HZ=1000)
+        _, r, d = both_same(ctx, ["unwinds_itself"], timeout=30, PROFILE_CPU_HZ=1000)
         check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "PROFILE_DIR holds %s" % pprofs(d))
-
-
-def test_sigterm_taken_by_a_worker_inside_malloc_still_kills(ctx):
-    """SIGTERM lands on short-lived workers, often inside malloc; the shim
-    takes it again 1 ms later, and the worker may end before that: the
-    signal must still end the process (it survived 2 runs in 10)."""
-    for _ in range(6):
-        plain, r, d = _both(ctx, ["review_habits", "lostterm"], timeout=30)
-        check(plain.status.is_signal(signal.SIGTERM), "baseline: %s" % plain.status)
-
-
-def test_crash_in_a_thread_that_blocks_every_signal_is_profiled(ctx):
-    """A worker that blocks every signal faults: the kernel kills a thread
-    that faults with SIGSEGV blocked without running any handler, so the
-    shim keeps the faults out of the kernel's mask too; the profiles are
-    written and the process dies of SIGSEGV as without the shim."""
-    _, r, d = _both(ctx, ["review_habits", "blocked_fault"])
-    check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "PROFILE_DIR holds %s\n%s" % (pprofs(d), r.describe()))
 
 
 def test_threads_with_small_stacks_are_sampled_safely(ctx):
@@ -57,7 +28,7 @@ def test_threads_with_small_stacks_are_sampled_safely(ctx):
     there: thread stacks of a size the program chose get that much more
     (with 4000 in use they overflowed: SIGSEGV, no profile)."""
     for used in ("3000", "7000"):
-        _, r, d = _both(ctx, ["review_habits", "smallstack", used], PROFILE_CPU_HZ=1000)
+        _, r, d = both_same(ctx, ["review_habits", "smallstack", used], PROFILE_CPU_HZ=1000)
         check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "PROFILE_DIR holds %s" % pprofs(d))
 
 
@@ -67,7 +38,7 @@ def test_a_wait_on_a_small_fiber_stack(ctx):
     walk needs ~5 KiB and the fiber's bounds are the program's, unknown to
     the shim, so it records the caller alone (it overflowed into the guard
     page: SIGSEGV). Status, output and files as ever."""
-    _, r, d = _both(ctx, ["review_habits", "fiber"])
+    _, r, d = both_same(ctx, ["review_habits", "fiber"])
     check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "PROFILE_DIR holds %s" % pprofs(d))
 
 
@@ -82,24 +53,12 @@ def test_cpu_on_a_small_fiber_stack(ctx):
     Twenty runs, ten of each."""
     for i in range(20):
         argv = ["review_habits", "fiber_burn", "11264"] + (["noalt"] if i % 2 else [])
-        _, r, d = _both(ctx, argv, PROFILE_CPU_HZ=1000)
+        _, r, d = both_same(ctx, argv, PROFILE_CPU_HZ=1000)
         check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "PROFILE_DIR holds %s" % pprofs(d))
         if i < 2:
             prof = ctx.read(os.path.join(d, "run.cpu.pprof"), r)
             check(prof.flat("fiber_spin", "cpu") > 0.5 * prof.total("cpu"), "%s: the burn is not in the profile\n%s" % (
                 " ".join(argv[1:]), prof.cum_table("cpu")))
-
-
-def test_program_waits_for_the_shims_signal_number_in_sigsuspend(ctx):
-    """The program blocks SIGRTMAX-4, sends it to itself, and waits in
-    sigsuspend with its old mask: its handler runs once (it livelocked:
-    100,000 sigsuspend returns, the handler never ran)."""
-    _both(ctx, ["review_habits", "sigsuspend_own"], timeout=30)
-
-
-def test_sighold_and_sigrelse_of_the_shims_signal_number(ctx):
-    """sighold, raise, sigrelse: the handler runs after the release."""
-    _both(ctx, ["review_habits", "sigrelse_own"])
 
 
 def test_a_daemons_parent_pipe_is_not_held_open(ctx):
@@ -132,29 +91,6 @@ def test_a_program_that_closes_its_stdio_and_runs_on_does_not_hold_the_pipe(ctx)
                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
         check(b"closing stdio" in p.stdout, "%s: %r" % (label, p.stdout))
         check(not os.path.exists(gone), "%s: the reader waited for the program's end to have the pipe's" % label)
-
-
-def test_sigterm_while_the_exit_stop_runs_does_not_wait_for_the_timeout(ctx):
-    """A forked, single-threaded child returns from main and its parent
-    sends it SIGTERM at once, as a worker pool tells its exiting workers to
-    go: the stop ran on the child's own thread with signals held, and the
-    SIGTERM taken as they were unblocked waited for that very stop to be
-    marked done, for the whole PROFILE_STOP_TIMEOUT (5 s here; Python's
-    multiprocessing pools took 10 s longer to close in half the runs).
-    A SIGTERM between the stop's claim and its start waited the same way
-    (6 of 180 runs beside a CPU hog, all at delay 0): fifteen runs at once,
-    then three delays; the parent must not wait near the timeout (a bound of
-    4 s, far above the tens of milliseconds the stop takes)."""
-    for delay in ["0"] * 15 + ["1000", "5000", "20000"]:
-        d = ctx.mkdtemp("prof")
-        r = run(ctx, ["term_at_exit", delay], env=prof_env(ctx, d, PROFILE_STOP_TIMEOUT=5), timeout=60)
-        check(r.status.is_exit(0) and r.stdout_text.startswith("waited "), "delay %s: %s\n%s" % (
-            delay, r.status, r.describe()))
-        waited = float(r.stdout_text.split()[1])
-        check(waited < 4.0, "delay %s: the parent waited %.2f s for its child (PROFILE_STOP_TIMEOUT 5)\n%s" % (
-            delay, waited, r.describe()))
-        child = [n for n in pprofs(d) if ".term_at_exit." in n]
-        check(len(child) == 3, "delay %s: the child's files: %s" % (delay, pprofs(d)))
 
 
 def test_a_close_that_succeeds_keeps_errno(ctx):

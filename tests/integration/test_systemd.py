@@ -102,7 +102,7 @@ def test_environment_file_as_systemd_parses_it(ctx):
     check("StateDirectory" in text, "profshim.env should say why it sets no PROFILE_DIR:\n%s" % indent(text))
     # Every other variable of the shim's table is there, commented, at its
     # default; one whose default is no value ("(unset: ...)"), with an example.
-    for var, default, _ in shim_table():
+    for var, default, _, _ in shim_table():
         if var not in want and var not in ("PROFILE_DIR", "PROFILE_NAME"):
             line = "#%s=" % var if default.startswith("(") else "#%s=%s\n" % (var, default)
             check(line in text, "profshim.env lacks the line %s" % line.strip())

@@ -6,18 +6,11 @@ import os
 import re
 import subprocess
 
+from cli_helpers import shim_table
 from common import check, indent, profile_dir_names
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WRAPPER = os.path.join(REPO, "scripts", "profshim")
-
-
-def _shim_variables():
-    # The table in shim/config.cc is the one place the shim's variables live.
-    src = open(os.path.join(REPO, "shim", "config.cc")).read()
-    names = sorted(set(re.findall(r'\{"(PROFILE_[A-Z_]+)"', src)))
-    check(len(names) >= 4, "found too few PROFILE_* rows in shim/config.cc: %s" % names)
-    return names
 
 
 def _wrap(ctx, args, **env):
@@ -32,10 +25,25 @@ def test_every_variable_in_help_and_docs(ctx):
     check(r.returncode == 0, "profshim --help exited %d: %s" % (r.returncode, r.stderr.decode()))
     help_text = r.stdout.decode()
     docs = open(os.path.join(REPO, "docs", "CONFIG.md")).read()
-    for name in _shim_variables():
+    table = shim_table()
+    for name, _, _, _ in table:
         check(name in help_text, "%s is read by the shim but missing from profshim --help:\n%s" % (
             name, indent(help_text)))
         check(name in docs, "%s is read by the shim but missing from docs/CONFIG.md" % name)
+
+
+def test_docs_defaults_are_the_table_s(ctx):
+    # docs/CONFIG.md's table of variables gives each default in its last
+    # column; shim/config.cc's table is where the default lives.
+    docs = open(os.path.join(REPO, "docs", "CONFIG.md")).read()
+    for name, default, _, _ in shim_table():
+        if default.startswith("("):
+            continue  # no value: described, not parsed
+        row = re.search(r"^\| `%s` \|.*\| ([^|]*) \|$" % name, docs, re.M)
+        check(row, "docs/CONFIG.md has no table row for %s" % name)
+        check(row.group(1).startswith("`%s`" % default),
+              "docs/CONFIG.md gives %s the default %r; shim/config.cc's table says %r" % (
+                  name, row.group(1), default))
 
 
 def test_options_become_variables(ctx):

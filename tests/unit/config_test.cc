@@ -206,3 +206,23 @@ TEST(process_tree_variables) {
     CHECK(err.find(std::string(b[0]) + "='" + b[1] + "' is malformed") == 0);
   }
 }
+
+TEST(the_table_is_the_one_place) {
+  int n = 0;
+  const config::Var* v = config::vars(&n);
+  CHECK(n >= 13);
+  for (int i = 0; i < n; ++i) {
+    config::Config c;
+    if (v[i].def[0] != '(') CHECK(v[i].set(v[i].def, &c));
+    // A malformed value's error is the row's own words for what it accepts.
+    std::string err = parse_with({{"PROFILE_DIR", "d"}, {v[i].name, "\x01"}}, &c);
+    bool takes_anything = std::string(v[i].name) == "PROFILE_DIR" || std::string(v[i].name) == "PROFILE_NAME" ||
+                          std::string(v[i].name) == "PROFILE_LOG";
+    CHECK(takes_anything ? err.empty() : err.find(v[i].want) != std::string::npos);
+  }
+  // An inert image's Config holds the defaults too.
+  config::Config c;
+  CHECK_EQ(parse_with({}, &c), std::string());
+  CHECK_EQ(c.cpu_hz, 100u);
+  CHECK_EQ(c.name, std::string("run"));
+}

@@ -96,3 +96,15 @@ TEST(snapshots_and_peaks) {
   CHECK(s.find(" | 1 snapshot: /tmp/prof/x.1.* (1 kept)") != std::string::npos);
   CHECK(s.find("heap peak") == std::string::npos);
 }
+
+// Deferred fatal signals: said only when there were any, before the image.
+TEST(fatal_signals_deferred) {
+  summary::Figures f = readme();
+  CHECK(summary::format(f).find("deferred") == std::string::npos);
+  f.who = "pid 1 (parent 0): x";
+  f.fatal_deferred = 1;
+  std::string one = summary::format(f);
+  CHECK(one.find(" | 1 fatal signal deferred | pid 1 ") != std::string::npos);
+  f.fatal_deferred = 3;
+  CHECK(summary::format(f).find(" | 3 fatal signals deferred | pid 1 ") != std::string::npos);
+}
