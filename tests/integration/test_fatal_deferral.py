@@ -23,7 +23,7 @@ import os
 import signal
 import time
 
-from common import check, indent
+from common import KINDS, check, indent
 from st_helpers import pprofs, prof_env, start
 
 RUNS = 10
@@ -51,7 +51,7 @@ def _one(ctx, shape, env, cwd):
     return r, _late_lines(r, sent_ns)
 
 
-def _shape(ctx, shape, kinds=(".cpu.pprof", ".heap.pprof", ".wait.pprof"), **vars):
+def _shape(ctx, shape, kinds=tuple("." + k + ".pprof" for k in KINDS), **vars):
     for i in range(PLAIN_RUNS):
         plain, late = _one(ctx, shape, ctx.env(preload=False), ctx.mkdtemp("cwd"))
         check(plain.status.is_signal(signal.SIGTERM), "%s without the shim: %s, want SIGTERM\n%s" % (

@@ -8,7 +8,7 @@ import os
 import signal
 import subprocess
 
-from common import check, indent
+from common import check, image_files, indent
 from st_helpers import pprofs, prof_env, run
 
 
@@ -29,7 +29,7 @@ def test_program_that_unwinds_itself_with_libunwind(ctx):
     use its own copy of libgcc's unwinder. Three runs at 1000 Hz."""
     for _ in range(3):
         _, r, d = _both(ctx, ["unwinds_itself"], timeout=30, PROFILE_CPU_HZ=1000)
-        check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "PROFILE_DIR holds %s" % pprofs(d))
+        check(pprofs(d) == image_files("run"), "PROFILE_DIR holds %s" % pprofs(d))
 
 
 def test_sigterm_taken_by_a_worker_inside_malloc_still_kills(ctx):
@@ -47,7 +47,7 @@ def test_crash_in_a_thread_that_blocks_every_signal_is_profiled(ctx):
     shim keeps the faults out of the kernel's mask too; the profiles are
     written and the process dies of SIGSEGV as without the shim."""
     _, r, d = _both(ctx, ["review_habits", "blocked_fault"])
-    check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "PROFILE_DIR holds %s\n%s" % (pprofs(d), r.describe()))
+    check(pprofs(d) == image_files("run"), "PROFILE_DIR holds %s\n%s" % (pprofs(d), r.describe()))
 
 
 def test_threads_with_small_stacks_are_sampled_safely(ctx):
@@ -58,7 +58,7 @@ def test_threads_with_small_stacks_are_sampled_safely(ctx):
     (with 4000 in use they overflowed: SIGSEGV, no profile)."""
     for used in ("3000", "7000"):
         _, r, d = _both(ctx, ["review_habits", "smallstack", used], PROFILE_CPU_HZ=1000)
-        check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "PROFILE_DIR holds %s" % pprofs(d))
+        check(pprofs(d) == image_files("run"), "PROFILE_DIR holds %s" % pprofs(d))
 
 
 def test_a_wait_on_a_small_fiber_stack(ctx):
@@ -68,7 +68,7 @@ def test_a_wait_on_a_small_fiber_stack(ctx):
     the shim, so it records the caller alone (it overflowed into the guard
     page: SIGSEGV). Status, output and files as ever."""
     _, r, d = _both(ctx, ["review_habits", "fiber"])
-    check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "PROFILE_DIR holds %s" % pprofs(d))
+    check(pprofs(d) == image_files("run"), "PROFILE_DIR holds %s" % pprofs(d))
 
 
 def test_cpu_on_a_small_fiber_stack(ctx):
@@ -83,7 +83,7 @@ def test_cpu_on_a_small_fiber_stack(ctx):
     for i in range(20):
         argv = ["review_habits", "fiber_burn", "11264"] + (["noalt"] if i % 2 else [])
         _, r, d = _both(ctx, argv, PROFILE_CPU_HZ=1000)
-        check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "PROFILE_DIR holds %s" % pprofs(d))
+        check(pprofs(d) == image_files("run"), "PROFILE_DIR holds %s" % pprofs(d))
         if i < 2:
             prof = ctx.read(os.path.join(d, "run.cpu.pprof"), r)
             check(prof.flat("fiber_spin", "cpu") > 0.5 * prof.total("cpu"), "%s: the burn is not in the profile\n%s" % (

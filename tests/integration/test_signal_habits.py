@@ -16,7 +16,7 @@ import shutil
 import signal
 import subprocess
 
-from common import CpuHog, check, indent
+from common import CpuHog, check, image_files, indent
 from st_helpers import by_thread, prof_env, pprofs, run, start, truths
 
 RTSIG = signal.SIGRTMAX - 4
@@ -50,7 +50,7 @@ def _dies_as_plain(ctx, argv, sig, runs):
         plain, r, d = _both(ctx, argv)
         check(plain.status.is_signal(sig), "%s: the plain run must die of signal %d: %s" % (what, sig, plain.status))
         _same_as_plain(plain, r, "%s run %d" % (what, i))
-        check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"] and len(r.summary_lines()) == 1,
+        check(pprofs(d) == image_files("run") and len(r.summary_lines()) == 1,
               "%s run %d: PROFILE_DIR holds %s\n%s" % (what, i, pprofs(d), r.describe()))
 
 
@@ -125,7 +125,7 @@ def test_external_sampling_signal_kills_as_without_the_shim(ctx):
     check(plain.status.is_signal(RTSIG), "baseline: sleep should die of SIGRTMAX-4: %s" % plain.status)
     check(r.status.key() == plain.status.key(), "under the shim sleep %s; without it %s\n%s" % (
         r.status, plain.status, r.describe()))
-    check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "PROFILE_DIR holds %s\n%s" % (pprofs(d), r.describe()))
+    check(pprofs(d) == image_files("run"), "PROFILE_DIR holds %s\n%s" % (pprofs(d), r.describe()))
 
 
 def test_siginterrupt_makes_read_fail_with_eintr(ctx):
@@ -204,7 +204,7 @@ def test_no_thread_runs_on_after_a_crash(ctx):
                 commits = r.stdout_text.split("crash\n", 1)[1].count("commit")
                 check(commits <= 5, "%s: %d commits after the crash under the shim\n%s" % (what, commits,
                                                                                          r.describe()))
-                check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"],
+                check(pprofs(d) == image_files("run"),
                       "%s: PROFILE_DIR holds %s\n%s" % (what, pprofs(d), r.describe()))
             check(seen["shim"] <= seen["plain"] + 10,
                   "%s: %d commits after the crash in 10 runs under the shim, %d in 10 plain runs"
@@ -239,7 +239,7 @@ def test_sigterm_to_a_process_in_sigsuspend(ctx):
         p.kill(signal.SIGTERM)
         r = p.wait(30)
         check(r.status.is_signal(signal.SIGTERM), "run %d: %s, want death by SIGTERM\n%s" % (i, r.status, r.describe()))
-        check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"] and len(r.summary_lines()) == 1,
+        check(pprofs(d) == image_files("run") and len(r.summary_lines()) == 1,
               "run %d: PROFILE_DIR holds %s\n%s" % (i, pprofs(d), r.describe()))
 
 
