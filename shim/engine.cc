@@ -16,11 +16,13 @@ const Engine* const* all(int* n) {
   return kAll;
 }
 
-void each_on(Hook Engine::*hook) {
+void each_on(Hook Engine::*hook, bool backwards) {
   int n = 0;
   const Engine* const* engines = all(&n);
-  for (int i = 0; i < n; ++i)
-    if (engines[i]->*hook && engines[i]->on()) (engines[i]->*hook)();
+  for (int k = 0; k < n; ++k) {
+    const Engine* e = engines[backwards ? n - 1 - k : k];
+    if (e->*hook && e->on()) (e->*hook)();
+  }
 }
 
 void quiet_thread() {

@@ -133,13 +133,17 @@ struct Engine {
   void (*figures)(const Part* part, summary::Figures* f) = nullptr;
 };
 
-// The engines, in the order their files are written.
+// The engines, in the order their files are written. What turns sampling
+// on (start, resume) goes through them backwards: the CPU profiler, first
+// here, starts last, so no other engine's start-up (jemalloc's warm-up of a
+// new sample rate) is in its profile.
 const Engine* const* all(int* n);
 
 // The engines' hooks, for each engine that is on (the optional ones where
-// it has them): lifecycle.h's fork, failed exec and seccomp filter.
+// it has them): lifecycle.h's fork, failed exec and seccomp filter;
+// backwards for what turns sampling on (all()).
 using Hook = void (*)();
-void each_on(Hook Engine::*hook);
+void each_on(Hook Engine::*hook, bool backwards = false);
 // On a thread of the shim's: every engine's quiet_thread.
 void quiet_thread();
 

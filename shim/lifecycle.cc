@@ -273,7 +273,7 @@ void exec_failed(char* const envp[], char* const* env) {
     return;
   // Same image, still running: profile on, and its final stop writes again.
   begin_image(false);
-  engine::each_on(&engine::Engine::resume);
+  engine::each_on(&engine::Engine::resume, /*backwards=*/true);
   g_state.store(kRunning);
   snapshot::resume();
 }

@@ -105,9 +105,10 @@ void setup(void*) {
   if ((!sys::single_threaded() || sys::memory_limited()) && !symbolize::load_libdw(&err)) fail(err);
   if (!own_signal::install(&err)) fail(err);
   sigmask::setup(own_signal::number());
+  // Backwards (engine.h's all()): the CPU profiler last.
   int n = 0;
   const engine::Engine* const* engines = engine::all(&n);
-  for (int i = 0; i < n; ++i)
+  for (int i = n - 1; i >= 0; --i)
     if (!engines[i]->start(cfg(), &err)) fail(err);
   if (!signals::install(cfg().snapshot_signal) && cfg().snapshot_signal)
     errline::line("warning: PROFILE_SNAPSHOT_SIGNAL: this process started with that signal ignored, "

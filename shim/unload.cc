@@ -219,7 +219,8 @@ bool plan(void* handle, Job* job) {
     p.addrs.clear();
   }
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
-  for (size_t j = size_t(g_initial); j < objs.size(); ++j) ranges.insert(ranges.end(), objs[j].exec.begin(), objs[j].exec.end());
+  for (size_t j = size_t(g_initial); j < objs.size(); ++j)
+    ranges.insert(ranges.end(), objs[j].exec.begin(), objs[j].exec.end());
   std::sort(ranges.begin(), ranges.end());
   Collect c{&ranges, &p.addrs};
   for (int i = 0; i < n; ++i)
