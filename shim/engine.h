@@ -93,10 +93,11 @@ struct Engine {
   // At setup, once the shim's signal is installed: starts if cfg asks for
   // it, else makes sure it is off. False with *err (a setup error).
   bool (*start)(const config::Config& cfg, std::string* err) = nullptr;
-  // Whether this image profiles with it. The hooks below up to
-  // quiet_thread are called only when it does.
+  // Whether this image profiles with it. halt, collect and the optional
+  // hooks up to sandboxed are called only when it does.
   bool (*on)() = nullptr;
-  // An image begins (setup, a fork child): what the next set covers starts now.
+  // An image begins (setup, a fork child), on or not: what the next set
+  // covers starts now.
   void (*begin)(const When& now) = nullptr;
   // A stop: the source stops before anything is collected (the CPU timers,
   // so the stop's own work is not in the profile; heap sampling, before the
