@@ -127,11 +127,13 @@ $(OPTIONS): $(BUILD)/cli/options_dump
 UNIT_SRCS := $(wildcard tests/unit/*_test.cc)
 UNIT_BINS := $(patsubst tests/unit/%.cc,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
 # Unit tests link the shim's pure objects directly (no preload): the
-# encoders, the writer, the parsers, the symbolizer, the stack table and a
-# fatal signal's verdict (unload.o reaches the
-# sampler, the heap and recover only through weak references).
+# encoders, the writer, the parsers, the symbolizer with the list of
+# unloaded libraries it reads (unload_records.o; the dlclose work that fills
+# it, unload.o, asks the engines and is the shim's alone), the stack table
+# and a fatal signal's verdict.
 CORE_OBJS := $(addprefix $(BUILD)/shim/,atomic_file.o config.o exp_log.o fatal_state.o fsroot.o gzip.o heap_dump.o identity.o pb.o pprof.o \
-               go_unwind.o procmaps.o real.o seccomp_bpf.o stack_table.o summary.o sys.o unload.o unnamed.o) $(filter $(BUILD)/shim/symbolize%,$(SHIM_OBJS))
+               go_unwind.o procmaps.o real.o seccomp_bpf.o stack_table.o summary.o sys.o unload_records.o unnamed.o) \
+             $(filter $(BUILD)/shim/symbolize%,$(SHIM_OBJS))
 
 $(BUILD)/tests/unit/%: tests/unit/%.cc $(CORE_OBJS) | $(BUILD)/.deps-ok
 	@mkdir -p $(dir $@)

@@ -7,6 +7,7 @@ import subprocess
 import tempfile
 
 import images
+import kinds
 
 MISSING = ("go tool pprof is needed to read call stacks and is not installed: "
            "install Debian's golang-go (apt-get install golang-go)")
@@ -101,6 +102,6 @@ def profiles_of(target):
     return out
 
 
-def ordered(kinds):
-    first = ["cpu", "heap", "wait"]
-    return [k for k in first if k in kinds] + sorted(k for k in kinds if k not in first)
+def ordered(have):
+    """The kinds in have: the stop's in the shim's order, then any other."""
+    return [k for k in kinds.NAMES if k in have] + sorted(k for k in have if k not in kinds.NAMES)

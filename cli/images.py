@@ -16,6 +16,7 @@ are its final file (no SEQ) and its snapshots."""
 import os
 import re
 
+import kinds
 import pprofile
 
 COMMENT = "profshim: "
@@ -89,7 +90,7 @@ class Image:
         return self.total("wait", "delay")
 
     def read_comments(self):
-        for kind in ["cpu", "heap", "wait"] + sorted(self.files):
+        for kind in kinds.NAMES + sorted(self.files):
             f = self.final(kind)
             s = f.summary if f else None
             if s and any(c.startswith(COMMENT) for c in s.comments):

@@ -6,8 +6,7 @@ import os
 import time
 
 import images
-
-KNOWN = ("cpu", "heap", "wait")
+import kinds
 
 
 def fmt_value(v, unit):
@@ -28,7 +27,7 @@ def extras(img):
     for kind in sorted(img.files):
         fs = img.files[kind]
         f = fs[0]
-        if kind not in KNOWN:
+        if kind not in kinds.NAMES:
             s = f.summary
             if s and s.types:
                 t = s.default_type
@@ -56,22 +55,22 @@ def snapshots(img, sets):
 
 
 def row(img):
-    final = {k: img.final(k) for k in KNOWN}
+    final = {k: img.final(k) for k in kinds.NAMES}
     stopped = img.stopped or "?"
     if all(f is None or f.seq for f in final.values()) and any(final.values()):
         stopped = "not stopped (snapshot %s)" % next(f.seq for f in final.values() if f)
-    return {
+    r = {
         "name": img.base,
         "program": img.program,
         "pid": str(img.pid) if img.pid is not None else "?",
         "parent": str(img.parent) if img.parent is not None else "?",
         "stopped": stopped,
-        "cpu": fmt_value(img.cpu_ns(), "nanoseconds") if final["cpu"] else "-",
-        "heap": fmt_value(img.heap_bytes(), "bytes") if final["heap"] else "-",
-        "wait": fmt_value(img.wait_ns(), "nanoseconds") if final["wait"] else "-",
         "more": extras(img),
         "command": clip(img.argv),
     }
+    for k in kinds.KINDS:
+        r[k.name] = fmt_value(img.total(k.name, k.total), k.unit) if final[k.name] else "-"
+    return r
 
 
 def clip(text, width=60):
@@ -80,10 +79,10 @@ def clip(text, width=60):
     return text if len(text) <= width else text[:width - 3] + "..."
 
 
-COLUMNS = [("name", "NAME"), ("program", "PROGRAM"), ("pid", "PID"), ("parent", "PARENT"),
-           ("stopped", "STOPPED BY"), ("cpu", "CPU"), ("heap", "HEAP IN USE"), ("wait", "WAIT"),
-           ("more", "MORE"), ("command", "COMMAND")]
-RIGHT = {"pid", "parent", "cpu", "heap", "wait"}
+COLUMNS = ([("name", "NAME"), ("program", "PROGRAM"), ("pid", "PID"), ("parent", "PARENT"),
+            ("stopped", "STOPPED BY")] + [(k.name, k.heading) for k in kinds.KINDS] +
+           [("more", "MORE"), ("command", "COMMAND")])
+RIGHT = {"pid", "parent"} | set(kinds.NAMES)
 
 
 def header(sess):

@@ -18,6 +18,7 @@ import flame
 import gopprof
 import graph as call_graph
 import images
+import kinds
 import ls
 import stacks
 import svg
@@ -123,15 +124,16 @@ def threads_section(img, done):
 
 def image_section(img, nodes):
     r = ls.row(img)
-    rows = [("program", img.exe or img.program), ("command line", img.argv), ("pid", r["pid"]),
-            ("parent", r["parent"]), ("started", img.started), ("stopped by", r["stopped"]),
-            ("cpu", r["cpu"]), ("heap in use", r["heap"]), ("wait", r["wait"]), ("also", r["more"])]
+    rows = ([("program", img.exe or img.program), ("command line", img.argv), ("pid", r["pid"]),
+             ("parent", r["parent"]), ("started", img.started), ("stopped by", r["stopped"])] +
+            [(k.heading.lower(), r[k.name]) for k in kinds.KINDS] + [("also", r["more"])])
     summary = "".join("<dt>%s</dt><dd>%s</dd>" % (html.escape(k), html.escape(v))
                       for k, v in rows if v and v != "-")
     jobs = []
     for kind in gopprof.ordered(img.files):
         f = img.final(kind)
-        total = {"cpu": r["cpu"], "heap": r["heap"] + " in use", "wait": r["wait"]}.get(kind) or _total(f)
+        k = next((k for k in kinds.KINDS if k.name == kind), None)
+        total = (r[kind] + (" in use" if k.total.startswith("inuse_") else "")) if k else _total(f)
         paths = [x.path for x in img.run_files(kind)] or [f.path]
         jobs.append((kind, paths, total + (" (snapshot %s)" % f.seq if f.seq and len(paths) == 1 else "")))
     return summary, jobs

@@ -6,10 +6,30 @@
 
 namespace engine {
 
+// Each defined in its engine_KIND.cc. A new kind is one line here and its
+// name in cli/kinds.py (a test compares the two).
+extern const Engine kCpu, kHeap, kWait;
+
 const Engine* const* all(int* n) {
   static const Engine* const kAll[] = {&kCpu, &kHeap, &kWait};
   *n = int(sizeof kAll / sizeof kAll[0]);
   return kAll;
+}
+
+void each_on(Hook Engine::*hook, bool backwards) {
+  int n = 0;
+  const Engine* const* engines = all(&n);
+  for (int k = 0; k < n; ++k) {
+    const Engine* e = engines[backwards ? n - 1 - k : k];
+    if (e->*hook && e->on()) (e->*hook)();
+  }
+}
+
+void quiet_thread() {
+  int n = 0;
+  const Engine* const* engines = all(&n);
+  for (int i = 0; i < n; ++i)
+    if (engines[i]->quiet_thread) engines[i]->quiet_thread();
 }
 
 int64_t Part::total(const char* type) const {

@@ -1,23 +1,32 @@
-// engine: what the writer (finish.h) asks of each profiler. The writer
-// decides why a set of profiles is written (a stop, a snapshot, a new heap
-// peak) and how (symbolize once, encode, write); an engine only says what it
-// has: a part of the set, its samples as raw addresses with values and
-// labels, and its profile's header. jemalloc's prof_dump_impl(tsd, writer,
-// ...) is the model: the caller decides why, the routine only how.
+// engine: the whole contract of a profile kind. Everything else asks the
+// engines through all() and names none of them: setup starts them, the state
+// machine (lifecycle.h) carries them across fork and a failed exec and halts
+// them at a stop or under a seccomp filter, the snapshot worker and unload's
+// helper keep their own threads out of them, unload reads the stacks they
+// published, image.h claims and renames their files, and the writer
+// (finish.h) collects their parts of a set and their summary fields. The
+// writer decides why a set of profiles is written (a stop, a snapshot, a new
+// heap peak) and how (symbolize once, encode, write); an engine only says
+// what it has: a part of the set, its samples as raw addresses with values
+// and labels, and its profile's header. jemalloc's prof_dump_impl(tsd,
+// writer, ...) is the model: the caller decides why, the routine only how.
 //
-// A new profiler adds one Engine and one line in all() (engine.cc); the
-// writer, the snapshot worker and the summary need no change. Not
+// A new profiler is one engine file (engine_KIND.cc, with the module that
+// samples), one line in all() (engine.cc) and its docs; an engine that keeps
+// a stack table shares the snapshot arithmetic (engine_table.h). Not
 // signal-safe: everything here runs on a thread of the shim's (the stop's,
-// the snapshot worker's) or a fatal signal's fresh stack.
+// the snapshot worker's), a fatal signal's fresh stack, or a program's
+// thread inside a fork, an exec or a dlclose the shim wraps.
 #pragma once
 #include <stdint.h>
 
 #include <string>
 #include <vector>
 
-#include "procmaps.h"
-
+#include "config.h"
 #include "pprof.h"
+#include "procmaps.h"
+#include "stack_table.h"
 #include "summary.h"
 
 namespace engine {
@@ -73,29 +82,71 @@ struct Self {
 // From /proc/self/maps, parsed: every mapping of the file that holds the shim.
 Self self_ranges(const std::vector<procmaps::Line>& lines);
 
+// Every member is set by each engine but the hooks marked optional (null:
+// nothing to do). Designated initialisers name them (engine_cpu.cc).
 struct Engine {
-  const char* name;
-  // Whether this image profiles with it.
-  bool (*on)();
-  // An image begins (setup, a fork child): what the next set covers starts now.
-  void (*begin)(const When& now);
+  // The kind of its stop's and its snapshots' files:
+  // <stem>[.<seq>].<name>.pprof.
+  const char* name = nullptr;
+  // The kinds of the other files it writes while running (the heap's peak),
+  // null-terminated; optional.
+  const char* const* also = nullptr;
+  // At setup, once the shim's signal is installed: starts if cfg asks for
+  // it, else makes sure it is off. False with *err (a setup error).
+  bool (*start)(const config::Config& cfg, std::string* err) = nullptr;
+  // Whether this image profiles with it. halt, collect and the optional
+  // hooks up to sandboxed are called only when it does.
+  bool (*on)() = nullptr;
+  // An image begins (setup, a fork child), on or not: what the next set
+  // covers starts now.
+  void (*begin)(const When& now) = nullptr;
   // A stop: the source stops before anything is collected (the CPU timers,
   // so the stop's own work is not in the profile; heap sampling, before the
   // stop allocates). Never called for a snapshot or a peak.
-  void (*halt)();
+  void (*halt)() = nullptr;
+  // Optional. Around fork, on the forking thread (pthread_atfork's prepare
+  // and parent): no handler of its may be mid-walk while the child's
+  // memory is copied.
+  void (*before_fork)() = nullptr;
+  void (*after_fork_in_parent)() = nullptr;
+  // Optional. In a fork child, before begin(): fresh tables (the parent's
+  // samples are the parent's); what the parent's seccomp filter forbade
+  // stays off (sandbox.h).
+  void (*after_fork_in_child)() = nullptr;
+  // Optional. An exec failed after its stop: the same image goes on, with
+  // the same tables, sampling again where the seccomp filter allows.
+  void (*resume)() = nullptr;
+  // Optional. A seccomp filter now forbids the calls its sampling makes:
+  // sampling stops, what it has stays for the stop.
+  void (*sandboxed)() = nullptr;
+  // Optional, called whether on or not. On a thread of the shim's (the
+  // snapshot worker, unload's helper): nothing it does is the program's.
+  void (*quiet_thread)() = nullptr;
+  // Optional, called whether on or not: the stacks it published since
+  // *cursor (0 at first), which it advances (unload.h looks for addresses
+  // in code a dlclose may unmap). Null: it keeps no stack table.
+  void (*for_each_since)(uint64_t* cursor, void (*fn)(const stack_table::Stack&, void*), void* arg) = nullptr;
   // Its part of a set. False with *err when it failed; false with *err
   // empty when it has no part in this kind of set (the CPU, in a peak).
-  bool (*collect)(Why why, const When& when, const Self& self, Part* out, std::string* err);
+  bool (*collect)(Why why, const When& when, const Self& self, Part* out, std::string* err) = nullptr;
   // What the stop's summary line says of it, from its part of the stop's set
-  // (part is null when it had none).
-  void (*figures)(const Part* part, summary::Figures* f);
+  // (part is null when it had none). An engine without fields of its own in
+  // summary::Figures says its own segment (Figures::more).
+  void (*figures)(const Part* part, summary::Figures* f) = nullptr;
 };
 
-// The engines, in the order their files are written.
+// The engines, in the order their files are written. What turns sampling
+// on (start, resume) goes through them backwards: the CPU profiler, first
+// here, starts last, so no other engine's start-up (jemalloc's warm-up of a
+// new sample rate) is in its profile.
 const Engine* const* all(int* n);
 
-extern const Engine kCpu;
-extern const Engine kHeap;
-extern const Engine kWait;
+// The engines' hooks, for each engine that is on (the optional ones where
+// it has them): lifecycle.h's fork, failed exec and seccomp filter;
+// backwards for what turns sampling on (all()).
+using Hook = void (*)();
+void each_on(Hook Engine::*hook, bool backwards = false);
+// On a thread of the shim's: every engine's quiet_thread.
+void quiet_thread();
 
 }  // namespace engine

@@ -21,6 +21,8 @@ const char kAllocatorFrames[] =
 
 bool g_on;  // heap::start() ran for this image
 
+const char* const kAlso[] = {"heap-peak", nullptr};  // snapshot.h's NAME.heap-peak.pprof
+
 void cut(const heap_dump::Dump& d, const Self& self, Part* out) {
   for (const auto& rec : d.records) {
     Sample s;
@@ -37,11 +39,23 @@ void cut(const heap_dump::Dump& d, const Self& self, Part* out) {
   }
 }
 
+// Off, jemalloc's profiler is made inactive (it booted with prof:true).
+bool start(const config::Config& cfg, std::string* err) {
+  if (cfg.heap_sample) return heap::available(err) && heap::start(cfg.heap_lg_sample, err);
+  heap::set_active(false);
+  return true;
+}
+
 bool on() { return g_on; }
 
 void begin(const When&) { g_on = heap::started(); }
 
 void halt() { heap::set_active(false); }
+
+void resume() { heap::set_active(true); }
+
+// Its allocations are the shim's.
+void quiet() { heap::set_thread_active(false); }
 
 // A heap profile is a picture of one moment, the dump: its time is when the
 // dump was taken and it has no duration, as Go's heap profiles (runtime/pprof
@@ -80,6 +94,18 @@ void figures(const Part* part, summary::Figures* f) {
 
 }  // namespace
 
-const Engine kHeap = {"heap", on, begin, halt, collect, figures};
+extern const Engine kHeap;  // engine.cc's all()
+const Engine kHeap = {
+    .name = "heap",
+    .also = kAlso,
+    .start = start,
+    .on = on,
+    .begin = begin,
+    .halt = halt,
+    .resume = resume,
+    .quiet_thread = quiet,
+    .collect = collect,
+    .figures = figures,
+};
 
 }  // namespace engine

@@ -12,7 +12,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <vector>
 
+#include "engine.h"
 #include "fsroot.h"
 #include "gzip.h"
 #include "only.h"
@@ -129,12 +131,19 @@ bool written_this_session(const std::string& path) {
 
 namespace {
 
-// An image that wrote only while running (a snapshot, a heap peak) and was
-// killed has its rows in <stem>.mem.tsv: one row per file of either kind.
+// Any file of an engine's (engine.h's name and also), or <stem>.mem.tsv,
+// where an image that wrote only while running (a snapshot, a heap peak)
+// and was killed has its rows: one row per file of either kind.
 bool taken(const std::string& dir, const std::string& stem) {
-  for (const char* kind : {"cpu.pprof", "heap.pprof", "wait.pprof", "heap-peak.pprof", "mem.tsv"})
-    if (written_this_session(dir + "/" + stem + "." + kind)) return true;
-  return false;
+  const std::string base = dir + "/" + stem + ".";
+  int n = 0;
+  const engine::Engine* const* engines = engine::all(&n);
+  for (int i = 0; i < n; ++i) {
+    if (written_this_session(base + engines[i]->name + ".pprof")) return true;
+    for (const char* const* k = engines[i]->also; k && *k; ++k)
+      if (written_this_session(base + *k + ".pprof")) return true;
+  }
+  return written_this_session(base + "mem.tsv");
 }
 
 }  // namespace
@@ -222,13 +231,15 @@ std::string final_stem(const std::string& dir, const std::string& base, uint64_t
   bool as_heir = base != name && base == stem(false) && heir();
   if (base != name && !as_heir) return unique_stem(dir, base);
   const std::string me = exe_path(), tag = session_tag(), my_pid = std::to_string(g_pid.load());
-  // All three looked at before any is renamed: this image takes all of
-  // NAME.* or none of it.
-  Marker m[3];
-  bool marked[3];
-  const char* kinds[3] = {"cpu", "heap", "wait"};
-  for (int i = 0; i < 3; ++i) {
-    marked[i] = parse_marker(gzip::header_comment(dir + "/" + name + "." + kinds[i] + ".pprof"), &m[i]);
+  // The stop's files of every engine looked at before any is renamed:
+  // this image takes all of NAME.* or none of it.
+  int n = 0;
+  const engine::Engine* const* engines = engine::all(&n);
+  std::vector<Marker> m(static_cast<size_t>(n));
+  std::vector<char> marked(static_cast<size_t>(n), 0);
+  for (int i = 0; i < n; ++i) {
+    const char* kind = engines[i]->name;
+    marked[i] = parse_marker(gzip::header_comment(dir + "/" + name + "." + kind + ".pprof"), &m[i]);
     if (!marked[i]) continue;  // none, or an older profshim's: replaced
     // Another session's root that was another program (a unit's
     // ExecStopPost=/bin/rm after its daemon): its files stay, this image
@@ -241,9 +252,9 @@ std::string final_stem(const std::string& dir, const std::string& base, uint64_t
     if (as_heir && m[i].session == tag && m[i].pid != my_pid && m[i].cpu_ns >= cpu_ns)
       return unique_stem(dir, stem(false));
   }
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < n; ++i) {
     if (!marked[i]) continue;
-    const char* kind = kinds[i];
+    const char* kind = engines[i]->name;
     std::string path = dir + "/" + name + "." + kind + ".pprof";
     // Another image of this session wrote it (the root, before a daemon
     // takes NAME; a daemon, before a root that outlived it): renamed to

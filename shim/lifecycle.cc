@@ -16,6 +16,7 @@
 
 #include "atomic_file.h"
 #include "config.h"
+#include "engine.h"
 #include "errline.h"
 #include "finish.h"
 #include "freeze.h"
@@ -33,7 +34,6 @@
 #include "stop_runner.h"
 #include "symbolize.h"
 #include "sys.h"
-#include "waits.h"
 
 namespace lifecycle {
 namespace {
@@ -164,11 +164,11 @@ void normal_stop(const char* how, const std::string* stem = nullptr) {
 }
 
 void before_fork() {
-  if (g_state.load() == kRunning && cfg().cpu_hz) sampler::quiesce_for_fork();
+  if (g_state.load() == kRunning) engine::each_on(&engine::Engine::before_fork);
 }
 
 void after_fork_in_parent() {
-  if (g_state.load() == kRunning && cfg().cpu_hz) sampler::resume_after_fork_in_parent();
+  if (g_state.load() == kRunning) engine::each_on(&engine::Engine::after_fork_in_parent);
 }
 
 // The child of fork profiles itself from here on, as its own image.
@@ -190,9 +190,7 @@ void after_fork_in_child() {
   freeze::after_fork();
   // The parent's seccomp filter is the child's: what it forbade stays off,
   // over fresh tables (the parent's samples are the parent's).
-  if (cfg().cpu_hz) sampler::reset_after_fork();
-  if (cfg().wait_sample_ns) waits::reset_after_fork();
-  if (cfg().wait_sample_ns && sandbox::running_forbidden()) waits::stop();
+  engine::each_on(&engine::Engine::after_fork_in_child);
   begin_image(true);
   snapshot::after_fork_in_child(ctx().start_mono_ns);
 }
@@ -275,9 +273,7 @@ void exec_failed(char* const envp[], char* const* env) {
     return;
   // Same image, still running: profile on, and its final stop writes again.
   begin_image(false);
-  if (cfg().heap_sample) heap::set_active(true);
-  if (cfg().cpu_hz && !sandbox::running_forbidden()) sampler::resume();
-  if (cfg().wait_sample_ns && !sandbox::running_forbidden()) waits::resume();
+  engine::each_on(&engine::Engine::resume, /*backwards=*/true);
   g_state.store(kRunning);
   snapshot::resume();
 }
@@ -305,8 +301,7 @@ void sandboxed(const char* why, bool stop) {
   } else {
     snprintf(line, sizeof line, "%s, which sampling needs: CPU and waits are profiled up to here", why);
   }
-  if (cfg().cpu_hz) sampler::stop();
-  if (cfg().wait_sample_ns) waits::stop();
+  engine::each_on(&engine::Engine::sandboxed);
   errline::line(line);
 }
 

@@ -497,7 +497,7 @@ void for_each_since(uint64_t* cursor, void (*fn)(const Stack&, void*), void* arg
 
 Stats stats() {
   return {g.signals.load(),        g.expirations.load(),         g.credited.load(),
-          g.credited_nanos.load(), g_table.dropped(),       g_table.dropped_nanos(),
+          g.credited_nanos.load(), g_table.dropped(),       g_table.dropped_weight(),
           g.threads.load(),        g.timer_failures.load(),     g.cut.load()};
 }
 

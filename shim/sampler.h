@@ -65,12 +65,12 @@ void on_timer(siginfo_t* si, void* ucontext);
 void on_lost_timer(const siginfo_t* si);
 
 // A published stack (stack_table.h): count is the expirations of the
-// period it stands for, nanos the CPU they weigh by the thread's clock
-// (about count x period), tag 0.
+// period it stands for, weight the CPU nanoseconds they weigh by the
+// thread's clock (about count x period), tag 0.
 using Stack = stack_table::Stack;
 // Calls fn for every published stack, in publication order. Safe while
 // sampling goes on: once published, an entry's thread, depth, pcs and order
-// never change; only its count and nanos grow, until stop().
+// never change; only its count and weight grow, until stop().
 void for_each(void (*fn)(const Stack&, void*), void* arg);
 // The same for the stacks published since *cursor (0 at first), which it
 // advances: a dlclose looks only at what is new.

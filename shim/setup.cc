@@ -14,6 +14,7 @@
 
 #include "atomic_file.h"
 #include "config.h"
+#include "engine.h"
 #include "errline.h"
 #include "go_runtime.h"
 #include "gzip.h"
@@ -24,7 +25,6 @@
 #include "own_signal.h"
 #include "real.h"
 #include "recover.h"
-#include "sampler.h"
 #include "session_env.h"
 #include "sigmask.h"
 #include "signals.h"
@@ -35,7 +35,6 @@
 #include "summary_log.h"
 #include "symbolize.h"
 #include "sys.h"
-#include "waits.h"
 
 namespace {
 
@@ -109,15 +108,13 @@ void setup(void*) {
   // Under a memory limit too: by its stop a program may have used all the
   // address space it may have, and libdw's segments would not map.
   if ((!sys::single_threaded() || sys::memory_limited()) && !symbolize::load_libdw(&err)) fail(err);
-  if (cfg().heap_sample) {
-    if (!heap::available(&err) || !heap::start(cfg().heap_lg_sample, &err)) fail(err);
-  } else {
-    heap::set_active(false);
-  }
   if (!own_signal::install(&err)) fail(err);
   sigmask::setup(own_signal::number());
-  if (cfg().cpu_hz && !sampler::start(cfg().cpu_hz, &err)) fail(err);
-  if (cfg().wait_sample_ns && !waits::start(cfg().wait_sample_ns, &err)) fail(err);
+  // Backwards (engine.h's all()): the CPU profiler last.
+  int n = 0;
+  const engine::Engine* const* engines = engine::all(&n);
+  for (int i = n - 1; i >= 0; --i)
+    if (!engines[i]->start(cfg(), &err)) fail(err);
   if (!signals::install(cfg().snapshot_signal) && cfg().snapshot_signal)
     errline::line("warning: PROFILE_SNAPSHOT_SIGNAL: this process started with that signal ignored, "
                   "and it stays ignored: no snapshot by signal");

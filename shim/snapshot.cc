@@ -20,7 +20,6 @@
 #include "stackwalk.h"
 #include "symbolize.h"
 #include "sys.h"
-#include "waits.h"
 
 namespace snapshot {
 namespace {
@@ -124,7 +123,9 @@ void* worker(void* arg) {
   uint32_t mine = uint32_t(reinterpret_cast<uintptr_t>(arg));
   t_worker = true;
   freeze::exempt(true);
-  waits::quiet_thread();  // its waits (jemalloc's arena, libdw's reads) are the shim's, not the program's
+  // Its waits (jemalloc's arena, libdw's reads) and allocations are the
+  // shim's, not the program's.
+  engine::quiet_thread();
   prctl(PR_SET_NAME, "profshim-snap", 0, 0, 0);
   const char* why = nullptr;
   if (!recover::run(enter, nullptr, &why)) return nullptr;

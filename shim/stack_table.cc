@@ -33,7 +33,7 @@ struct Table::Entry {
   uint32_t tag;
   uint64_t hash;
   uint64_t off;
-  std::atomic<uint64_t> count, nanos;
+  std::atomic<uint64_t> count, weight;
 };
 
 struct Table::Name { int32_t tid; char name[16]; };
@@ -63,7 +63,7 @@ bool Table::map(const char* what, std::string* err) {
     *err = std::string("cannot map the ") + what + " table: " + strerror(errno);
     return false;
   }
-  arena_used_ = 0, log_used_ = 0, dropped_ = 0, dropped_nanos_ = 0;
+  arena_used_ = 0, log_used_ = 0, dropped_ = 0, dropped_weight_ = 0;
   return true;
 }
 
@@ -81,29 +81,29 @@ void Table::publish(uint32_t idx) {
 }
 
 bool Table::fill(Entry& e, uint64_t h, int32_t tid, uint32_t serial, uint32_t tag, const uint64_t* pcs,
-                 uint32_t n, uint64_t count, uint64_t nanos) {
+                 uint32_t n, uint64_t count, uint64_t weight) {
   uint64_t off = arena_used_.fetch_add(n, std::memory_order_relaxed);
   if (off + n > g_arena_words) {
     e.depth = 0;  // matches nothing; skipped by for_each
     e.state.store(kReady, std::memory_order_release);
-    drop(count, nanos);
+    drop(count, weight);
     return false;
   }
   memcpy(arena_ + off, pcs, n * sizeof(uint64_t));
   e.hash = h, e.tid = tid, e.serial = serial, e.tag = tag, e.depth = n, e.off = off;
   e.count.store(count, std::memory_order_relaxed);
-  e.nanos.store(nanos, std::memory_order_relaxed);
+  e.weight.store(weight, std::memory_order_relaxed);
   e.state.store(kReady, std::memory_order_release);
   publish(uint32_t(&e - entries_));
   return true;
 }
 
 Stack Table::stack_of(const Entry& e, uint64_t order) const {
-  return {arena_ + e.off, e.depth, e.tid, e.serial, e.count.load(), e.nanos.load(), e.tag, uint32_t(order)};
+  return {arena_ + e.off, e.depth, e.tid, e.serial, e.count.load(), e.weight.load(), e.tag, uint32_t(order)};
 }
 
 uint32_t Table::add(const uint64_t* pcs, uint32_t n, int32_t tid, uint32_t serial, uint32_t tag, uint64_t count,
-                    uint64_t nanos, bool* created) {
+                    uint64_t weight, bool* created) {
   if (created) *created = false;
   uint64_t h = mix(mix(0, serial), tag);
   for (uint32_t i = 0; i < n; ++i) h = mix(h, pcs[i]);
@@ -113,7 +113,7 @@ uint32_t Table::add(const uint64_t* pcs, uint32_t n, int32_t tid, uint32_t seria
     if (st == kEmpty) {
       uint32_t empty = kEmpty;
       if (e.state.compare_exchange_strong(empty, kWriting, std::memory_order_acq_rel)) {
-        if (!fill(e, h, tid, serial, tag, pcs, n, count, nanos)) return 0;
+        if (!fill(e, h, tid, serial, tag, pcs, n, count, weight)) return 0;
         if (created) *created = true;
         return uint32_t(&e - entries_) + 1;
       }
@@ -122,23 +122,23 @@ uint32_t Table::add(const uint64_t* pcs, uint32_t n, int32_t tid, uint32_t seria
     if (st == kReady && e.hash == h && e.serial == serial && e.tag == tag && e.depth == n &&
         memcmp(arena_ + e.off, pcs, n * sizeof(uint64_t)) == 0) {
       e.count.fetch_add(count, std::memory_order_relaxed);
-      e.nanos.fetch_add(nanos, std::memory_order_relaxed);
+      e.weight.fetch_add(weight, std::memory_order_relaxed);
       return uint32_t(&e - entries_) + 1;
     }
   }
-  drop(count, nanos);
+  drop(count, weight);
   return 0;
 }
 
-void Table::add_to(uint32_t ref, uint64_t count, uint64_t nanos) {
+void Table::add_to(uint32_t ref, uint64_t count, uint64_t weight) {
   Entry& e = entries_[ref - 1];
   e.count.fetch_add(count, std::memory_order_relaxed);
-  e.nanos.fetch_add(nanos, std::memory_order_relaxed);
+  e.weight.fetch_add(weight, std::memory_order_relaxed);
 }
 
-void Table::drop(uint64_t count, uint64_t nanos) {
+void Table::drop(uint64_t count, uint64_t weight) {
   dropped_.fetch_add(count, std::memory_order_relaxed);
-  dropped_nanos_.fetch_add(nanos, std::memory_order_relaxed);
+  dropped_weight_.fetch_add(weight, std::memory_order_relaxed);
 }
 
 void Table::record_name(uint32_t serial, int32_t tid, const char* name) {

@@ -25,7 +25,7 @@ struct Stack {
   int32_t tid;
   uint32_t serial;      // the thread's own number in this table, never reused (tids are)
   uint64_t count;       // the engine's first counter (expirations; contentions)
-  uint64_t nanos;       // its second (CPU nanoseconds; delay)
+  uint64_t weight;      // its second, what each count weighs (CPU nanoseconds; delay)
   uint32_t tag;         // what else keys the entry (the wait profile's call; 0 for CPU)
   uint32_t order;       // its place in publication order (0, 1, ...): stable for the table's life
 };
@@ -38,16 +38,16 @@ class Table {
   void unmap();
   bool mapped() const { return entries_ != nullptr; }
 
-  // Adds count and nanos to (serial, tag, stack): a reference to the entry
+  // Adds count and weight to (serial, tag, stack): a reference to the entry
   // for add_to(), or 0 if the table had no room (then dropped). *created
   // (if given) says whether the entry is new. Signal-safe.
   uint32_t add(const uint64_t* pcs, uint32_t n, int32_t tid, uint32_t serial, uint32_t tag, uint64_t count,
-               uint64_t nanos, bool* created = nullptr);
-  void add_to(uint32_t ref, uint64_t count, uint64_t nanos);
+               uint64_t weight, bool* created = nullptr);
+  void add_to(uint32_t ref, uint64_t count, uint64_t weight);
   // Counts what is lost.
-  void drop(uint64_t count, uint64_t nanos);
+  void drop(uint64_t count, uint64_t weight);
   uint64_t dropped() const { return dropped_.load(); }
-  uint64_t dropped_nanos() const { return dropped_nanos_.load(); }
+  uint64_t dropped_weight() const { return dropped_weight_.load(); }
 
   // A thread's name (up to 15 bytes) by its serial; "" if none. A serial's
   // name, once recorded, never changes: a thread that takes another name
@@ -78,7 +78,7 @@ class Table {
 
  private:
   bool fill(Entry& e, uint64_t h, int32_t tid, uint32_t serial, uint32_t tag, const uint64_t* pcs, uint32_t n,
-            uint64_t count, uint64_t nanos);
+            uint64_t count, uint64_t weight);
   void publish(uint32_t idx);
   Stack stack_of(const Entry& e, uint64_t order) const;
 
@@ -87,7 +87,7 @@ class Table {
   Name* names_;   // by serial
   uint32_t* log_;  // entry index + 1, in the order entries were published
   std::atomic<uint64_t> arena_used_, log_used_;
-  std::atomic<uint64_t> dropped_, dropped_nanos_;
+  std::atomic<uint64_t> dropped_, dropped_weight_;
 };
 
 }  // namespace stack_table

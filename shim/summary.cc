@@ -67,11 +67,7 @@ std::string format(const Figures& f) {
   s += b + mib(f.peak_rss_bytes) + " | heap in use " + mib(f.heap_inuse_bytes);
   if (!f.heap_seen) s += " (the program's own malloc serves it: heap not profiled)";
   if (f.go) s += " (C's malloc only: Go's own heap is not seen)";
-  if (f.wait_on) {
-    snprintf(b, sizeof b, " | waits %.2f s", f.wait_s);
-    s += b;
-    if (f.go) s += " (threads' only: goroutines waiting in Go's scheduler are not seen)";
-  }
+  for (const auto& m : f.more) s += m;
   snprintf(b, sizeof b, " | stop %.0f ms (symbols %.0f ms", f.stop_ms, f.symbolize_ms);
   s += b;
   if (f.names_cut) {

@@ -30,8 +30,9 @@ struct Figures {
   uint64_t heap_inuse_bytes = 0;   // the heap profile's inuse_space total
   bool heap_seen = true;           // false: the program's malloc is not ours
   bool go = false;                 // a Go program: its own heap and scheduler are not seen
-  bool wait_on = false;            // a wait profile was taken
-  double wait_s = 0;               // its delay total: the threads' waiting, summed
+  // What each engine with no field above says of itself (engine.h), in
+  // the engines' order: whole segments (" | waits 1.20 s"), after the heap's.
+  std::vector<std::string> more;
   double stop_ms = 0, symbolize_ms = 0;
   // While running (snapshot.h): numbered sets written, the first and last
   // as "DIR/NAME.<seq>.*", how many are still on disk; heap-peak files

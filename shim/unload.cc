@@ -1,4 +1,5 @@
-// unload: see unload.h.
+// unload: the dlclose side of unload.h (the records themselves are
+// unload_records.cc's).
 #include "unload.h"
 
 #include <dlfcn.h>
@@ -12,47 +13,20 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <string>
 #include <unordered_set>
 #include <utility>
 
+#include "engine.h"
 #include "heap.h"
 #include "procmaps.h"
-#include "sampler.h"
+#include "recover.h"
 #include "sys.h"
 #include "stackwalk.h"
-#include "waits.h"
-
-// sampler.o, waits.o and heap.o are not linked into the unit
-// tests (the Makefile's CORE_OBJS), which link this file: referenced
-// weakly, they are null there and everything here that needs them is
-// skipped.
-namespace sampler {
-void for_each_since(uint64_t* cursor, void (*fn)(const Stack&, void*), void* arg) __attribute__((weak));
-}
-namespace waits {
-void for_each_since(uint64_t* cursor, void (*fn)(const stack_table::Stack&, void*), void* arg)
-    __attribute__((weak));
-void quiet_thread() __attribute__((weak));
-}
-namespace heap {
-void set_thread_active(bool on) __attribute__((weak));
-bool swap_thread_active(bool on) __attribute__((weak));
-}
-namespace recover {
-bool run(void (*fn)(void*), void* arg, const char** why) __attribute__((weak));
-}
 
 namespace unload {
 namespace {
 
-// More records than this (a plugin reloaded at ever new addresses) are not
-// kept: each holds a few mappings and the frames of its sampled addresses.
-constexpr int kMaxRecords = 1024;
-
-std::atomic<const Record*> g_head{nullptr};
-std::atomic<int> g_records{0};
 // How many objects dl_iterate_phdr reported when the shim's constructors ran:
 // the program, its dependencies, the preloads. glibc never unloads these.
 int g_initial = 0;
@@ -138,11 +112,11 @@ __attribute__((constructor)) void count_initial_objects() {
 
 // Sampled addresses (as finish looks them up) in code loaded after the
 // process started and not yet recorded, gathered a dlclose at a time from
-// the stacks the sampler published since the previous one: a dlclose never
-// walks the whole table, whatever the number of dlcloses.
+// the stacks the engines published since the previous one: a dlclose never
+// walks a whole table, whatever the number of dlcloses.
 struct Pending {
-  int pid = 0;  // a fork child's sampler starts with tables of its own
-  uint64_t cursor = 0, wait_cursor = 0;  // the sampler's table, the wait profile's
+  int pid = 0;  // a fork child's engines start with tables of their own
+  std::vector<uint64_t> cursors;  // each engine's (engine::all()'s order)
   std::unordered_set<uint64_t> addrs;
 };
 Pending& pending() {
@@ -155,7 +129,7 @@ struct Collect {
   std::unordered_set<uint64_t>* out;
 };
 
-void collect_new(const sampler::Stack& st, void* arg) {
+void collect_new(const stack_table::Stack& st, void* arg) {
   auto* c = static_cast<Collect*>(arg);
   for (uint32_t i = 0; i < st.depth; ++i) {
     uint64_t a = stackwalk::lookup_addr(st.pcs[i]);
@@ -186,13 +160,6 @@ bool known(const Obj& o, int pid) {
   return false;
 }
 
-void publish(Record* r) {
-  const Record* head = g_head.load(std::memory_order_acquire);
-  do {
-    r->next = head;
-  } while (!g_head.compare_exchange_weak(head, r, std::memory_order_release, std::memory_order_acquire));
-}
-
 // Records obj with the frames of addrs (sorted, unique, none recorded yet).
 void record(const std::string& maps, const Obj& o, const std::vector<uint64_t>& addrs, int pid) {
   std::string text = lines_of(maps, o);
@@ -213,11 +180,7 @@ void record(const std::string& maps, const Obj& o, const std::vector<uint64_t>& 
   for (auto& m : r->mappings)
     m.has_functions = m.has_filenames = m.has_line_numbers = m.has_inline_frames = false;
   r->addrs = addrs;
-  if (g_records.fetch_add(1) >= kMaxRecords) {
-    delete r;
-    return;
-  }
-  publish(r);
+  if (!publish(r)) delete r;
 }
 
 // What a dlclose leaves to record: objects, each with its new addresses.
@@ -248,18 +211,20 @@ bool plan(void* handle, Job* job) {
 
   Pending& p = pending();
   int pid = int(getpid());
+  int n = 0;
+  const engine::Engine* const* engines = engine::all(&n);
   if (p.pid != pid) {
-    p.pid = pid, p.cursor = 0, p.wait_cursor = 0;
+    p.pid = pid;
+    p.cursors.assign(size_t(n), 0);
     p.addrs.clear();
   }
-  if (sampler::for_each_since) {
-    std::vector<std::pair<uint64_t, uint64_t>> ranges;
-    for (size_t j = size_t(g_initial); j < objs.size(); ++j) ranges.insert(ranges.end(), objs[j].exec.begin(), objs[j].exec.end());
-    std::sort(ranges.begin(), ranges.end());
-    Collect c{&ranges, &p.addrs};
-    sampler::for_each_since(&p.cursor, collect_new, &c);
-    if (waits::for_each_since) waits::for_each_since(&p.wait_cursor, collect_new, &c);
-  }
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (size_t j = size_t(g_initial); j < objs.size(); ++j)
+    ranges.insert(ranges.end(), objs[j].exec.begin(), objs[j].exec.end());
+  std::sort(ranges.begin(), ranges.end());
+  Collect c{&ranges, &p.addrs};
+  for (int i = 0; i < n; ++i)
+    if (engines[i]->for_each_since) engines[i]->for_each_since(&p.cursors[size_t(i)], collect_new, &c);
   std::vector<std::vector<uint64_t>> found(objs.size());
   for (auto it = p.addrs.begin(); it != p.addrs.end();) {
     size_t owner = objs.size();
@@ -301,8 +266,7 @@ bool plan(void* handle, Job* job) {
 // not sampled.
 void* helper(void* arg) {
   t_busy = true;  // a dlclose inside the symbolizer records nothing
-  if (heap::set_thread_active) heap::set_thread_active(false);
-  if (waits::quiet_thread) waits::quiet_thread();  // libdw's reads here are the shim's
+  engine::quiet_thread();  // libdw's reads and allocations here are the shim's
   const Job& job = *static_cast<const Job*>(arg);
   // The thread-self view: after pthread_exit from main, /proc/self is the
   // exited leader.
@@ -340,21 +304,12 @@ void before_dlclose(void* handle) {
   stackwalk::Holding recording;  // its helper uses libdw, as the stop does
   const int saved_errno = errno;
   // The shim's allocations here are not the program's.
-  bool was = true;
-  if (heap::swap_thread_active)
-    was = heap::swap_thread_active(false);
-  else if (heap::set_thread_active)
-    heap::set_thread_active(false);
+  const bool was = heap::swap_thread_active(false);
   // Out of memory here costs the record, not the program's dlclose.
-  if (recover::run)
-    recover::run(plan_and_record, handle, nullptr);
-  else
-    plan_and_record(handle);
-  if (heap::set_thread_active) heap::set_thread_active(was);
+  recover::run(plan_and_record, handle, nullptr);
+  heap::set_thread_active(was);
   errno = saved_errno;
   t_busy = false;
 }
-
-const Record* records() { return g_head.load(std::memory_order_acquire); }
 
 }  // namespace unload

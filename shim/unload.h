@@ -14,9 +14,10 @@
 // glibc never unloads):
 //  - its executable mappings (path, offset, build ID) as /proc/self/maps
 //    shows them now;
-//  - the frames of every CPU-sampled address lying in it (the sampler's
-//    table, read while sampling goes on: entries are immutable once
-//    published), symbolized now, with its file still mapped and on disk.
+//  - the frames of every address lying in it that an engine's stack table
+//    holds (engine.h's for_each_since: the CPU's, the waits'; read while
+//    sampling goes on: entries are immutable once published), symbolized
+//    now, with its file still mapped and on disk.
 // Heap-sampled addresses are not symbolized here: their stacks are only
 // available through jemalloc's prof.dump, which costs time in proportion to
 // every sampled stack of the process and takes the profiler's locks, on each
@@ -62,5 +63,8 @@ struct Record {
 // Every record published so far, newest first; records of a parent image
 // (before a fork) are in the list too: compare pid.
 const Record* records();
+// Adds r to the list (unload.cc, once r is complete), unless it holds too
+// many already: false then, and r stays the caller's.
+bool publish(Record* r);
 
 }  // namespace unload

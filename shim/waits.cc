@@ -202,7 +202,7 @@ void converted(const stack_table::Stack& st, void* arg) {
   auto* c = static_cast<Convert*>(arg);
   stack_table::Stack s = st;
   s.count = (st.count + kOne / 2) / kOne;
-  s.nanos = uint64_t(double(st.nanos) * c->ns_per_tick + 0.5);
+  s.weight = uint64_t(double(st.weight) * c->ns_per_tick + 0.5);
   c->fn(s, c->arg);
 }
 }  // namespace

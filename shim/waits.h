@@ -139,7 +139,7 @@ void reset_after_fork();
 // After a failed exec: on again, the same tables.
 void resume();
 
-// The events so far, count in contentions and nanos in nanoseconds of
+// The events so far, count in contentions and weight in nanoseconds of
 // delay, tag the Call. Safe while recording goes on.
 void for_each(void (*fn)(const stack_table::Stack&, void*), void* arg);
 // The stacks published since *cursor (unload.h); counts as they are.

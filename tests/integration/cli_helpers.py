@@ -5,7 +5,7 @@ import os
 import re
 import subprocess
 
-from common import check, run_program
+from common import KINDS, check, run_program
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROFSHIM = os.path.join(REPO, "scripts", "profshim")
@@ -57,7 +57,7 @@ def tree(ctx, name="tree"):
     check(os.path.isfile(log), "profshim run left no %s:\n%s" % (log, r.describe()))
     for line in open(log).read().splitlines():
         m = re.search(r"\| pid (\d+) \(parent", line)
-        files = re.findall(r"(\S+)\.(?:cpu|heap|wait)\.pprof", line)
+        files = re.findall(r"(\S+)\.(?:%s)\.pprof" % "|".join(KINDS), line)
         check(m and files, "summary line without pid or files: %s" % line)
         stems.setdefault(int(m.group(1)), []).append(os.path.basename(files[0]))
     return r, d, stems

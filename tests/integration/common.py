@@ -27,6 +27,28 @@ SUMMARY_PREFIX = "# profshim: "
 ERROR_PREFIX = "# profshim: error:"
 PPROF_PATH_RE = re.compile(r"(\S+\.pprof)")
 
+def _cli_module(name):
+    """A module of the CLI's (cli/NAME.py), loaded by its path."""
+    import importlib.util
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    spec = importlib.util.spec_from_file_location("profshim_cli_" + name, os.path.join(repo, "cli", name + ".py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+_kinds = _cli_module("kinds")
+# The kinds every image writes at its stop, in the shim's order (cli/kinds.py,
+# the one list; test_cli_run holds it to the shim's engines).
+KINDS = list(_kinds.NAMES)
+
+
+def image_files(stem="run"):
+    """The files of an image's stop, STEM.KIND.pprof for every kind, sorted
+    as pprofs() and files_in() list them."""
+    return _kinds.files(stem)
+
+
 CPU_TYPES = ["samples/count", "cpu/nanoseconds"]
 HEAP_TYPES = ["alloc_objects/count", "alloc_space/bytes", "inuse_objects/count", "inuse_space/bytes"]
 

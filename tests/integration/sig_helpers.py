@@ -4,7 +4,7 @@ and under the shim, compared."""
 import os
 import signal
 
-from common import check, indent
+from common import check, image_files, indent
 from st_helpers import by_thread, pprofs, prof_env, run, truths
 
 RTSIG = signal.SIGRTMAX - 4
@@ -38,7 +38,7 @@ def dies_as_plain(ctx, argv, sig, runs):
         plain, r, d = both(ctx, argv)
         check(plain.status.is_signal(sig), "%s: the plain run must die of signal %d: %s" % (what, sig, plain.status))
         same_as_plain(plain, r, "%s run %d" % (what, i))
-        check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"] and len(r.summary_lines()) == 1,
+        check(pprofs(d) == image_files("run") and len(r.summary_lines()) == 1,
               "%s run %d: PROFILE_DIR holds %s\n%s" % (what, i, pprofs(d), r.describe()))
 
 

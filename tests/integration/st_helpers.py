@@ -20,7 +20,7 @@ import tempfile
 import time
 
 from common import (ERROR_PREFIX, SUMMARY_PREFIX, PPROF_PATH_RE, check, clip, describe_env, fail,
-                    indent)
+                    image_files, indent)
 
 RUN_TIMEOUT = 60
 
@@ -258,10 +258,10 @@ def check_summaries_name_files(r, d, images):
         named = named_in(line)
         all_named += named
         bases = sorted(os.path.basename(p) for p in named)
-        stem = bases[0][:-len(".cpu.pprof")] if bases else ""
-        check(bases == [stem + k for k in (".cpu.pprof", ".heap.pprof", ".wait.pprof")],
-              "a summary line should name its image's cpu, heap and wait files (one stem): %r" % line)
-        stems.append(bases[0][:-len(".cpu.pprof")])
+        stem = bases[0].rsplit(".", 2)[0] if bases else ""
+        check(bases == image_files(stem),
+              "a summary line should name its image's files, one of each kind (one stem): %r" % line)
+        stems.append(stem)
     check(len(set(stems)) == len(stems), "two images named the same files (one overwrote the other): "
           "stems %s\n%s" % (stems, r.describe()))
     want = sorted(os.path.join(d, n) for n in pprofs(d))

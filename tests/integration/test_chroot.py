@@ -16,10 +16,10 @@ import resource
 import signal
 import subprocess
 
-from common import Skip, check, indent
+from common import Skip, check, image_files, indent
 from st_helpers import pprofs, prof_env, run, start
 
-WANT = ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"]
+WANT = image_files("run")
 
 
 def _can_chroot():

@@ -2,6 +2,7 @@
 reaches the shim, the program's exit, signals and environment are its
 own, and each way a run could end without a profile is one clear line."""
 
+import glob
 import os
 import re
 import shutil
@@ -9,7 +10,7 @@ import signal
 import subprocess
 
 from cli_helpers import REPO, profshim, shim_table
-from common import check, indent, run_program
+from common import KINDS, check, indent, run_program
 
 
 def test_help_is_the_shim_table(ctx):
@@ -31,15 +32,48 @@ def test_help_is_the_shim_table(ctx):
               "profshim %s --help:\n%s" % (cmd, r.describe()))
 
 
+def _engines():
+    """The shim's engines in the order of engine::all() (shim/engine.cc),
+    each as (name, [the kinds of its other files]), read from its
+    definition in shim/engine_*.cc."""
+    src = open(os.path.join(REPO, "shim", "engine.cc")).read()
+    m = re.search(r"kAll\[\] = \{([^}]*)\}", src)
+    check(m, "cannot find the list of engines in shim/engine.cc")
+    defs = {}
+    for path in glob.glob(os.path.join(REPO, "shim", "engine_*.cc")):
+        text = open(path).read()
+        for var, body in re.findall(r"const Engine (k\w+) = \{(.*?)\n\};", text, re.S):
+            defs[var] = (body, text)
+    out = []
+    for var in re.findall(r"&(k\w+)", m.group(1)):
+        check(var in defs, "cannot find %s's definition in shim/engine_*.cc" % var)
+        body, text = defs[var]
+        name = re.search(r'\.name = "([^"]+)"', body)
+        check(name, "%s has no .name" % var)
+        also = []
+        a = re.search(r"\.also = (\w+)", body)
+        if a:
+            arr = re.search(r"%s\[\] = \{([^}]*)\}" % a.group(1), text)
+            check(arr, "cannot find %s's %s" % (var, a.group(1)))
+            also = re.findall(r'"([^"]+)"', arr.group(1))
+        out.append((name.group(1), also))
+    return out
+
+
 def _file_kinds():
-    """Every kind of file an image writes, from the shim's own list of them
-    (shim/image.cc: the names that mark a stem as taken)."""
-    src = open(os.path.join(REPO, "shim", "image.cc")).read()
-    m = re.search(r"for \(const char\* kind : \{([^}]*)\}\)", src)
-    check(m, "cannot find the list of file kinds in shim/image.cc")
-    kinds = re.findall(r'"([^"]+)"', m.group(1))
-    check({"cpu.pprof", "heap.pprof", "wait.pprof"} <= set(kinds), "shim/image.cc's kinds: %s" % kinds)
-    return kinds
+    """Every kind of file an image writes: each engine's (engine.h's name
+    and also) and NAME.mem.tsv, the memory rows (image.cc's too)."""
+    check('"mem.tsv"' in open(os.path.join(REPO, "shim", "image.cc")).read(),
+          "shim/image.cc no longer names mem.tsv")
+    return [k + ".pprof" for name, also in _engines() for k in [name] + also] + ["mem.tsv"]
+
+
+def test_cli_kinds_are_the_shims_engines(ctx):
+    # cli/kinds.py is the one list the CLI and the tests read: a kind the
+    # shim writes at every stop must be in it, in the shim's order.
+    engines = [name for name, _ in _engines()]
+    check(engines == KINDS, "cli/kinds.py lists %s; the shim's engines (shim/engine.cc's all()) are %s" % (
+        KINDS, engines))
 
 
 def test_help_and_quickstart_name_every_file(ctx):
@@ -49,7 +83,7 @@ def test_help_and_quickstart_name_every_file(ctx):
     quick = open(os.path.join(REPO, "docs", "QUICKSTART.md")).read()
     for kind in _file_kinds():
         check("NAME.%s" % kind in text, "profshim run --help does not name NAME.%s:\n%s" % (kind, indent(text)))
-    for kind in ("cpu.pprof", "heap.pprof", "wait.pprof"):
+    for kind in ("%s.pprof" % k for k in KINDS):
         check(re.search(r"\.%s\b" % re.escape(kind), quick),
               "docs/QUICKSTART.md's run does not name its .%s file" % kind)
     docs = set(re.findall(r"(\S+/CONFIG\.md)", text))

@@ -23,7 +23,7 @@ burns CPU or a profile that counts the stop.
 
 import os
 
-from common import check, indent
+from common import check, image_files, indent
 from st_helpers import by_thread, compile_c, labels, prof_env, pprofs, run, truths, workload_source
 
 N = 8
@@ -41,7 +41,7 @@ def _profile(ctx, argv, hz=None, env=None, timeout=60):
             env["PROFILE_CPU_HZ"] = str(hz)
     r = run(ctx, argv, env=env, timeout=timeout)
     check(r.status.is_exit(0), "%s: %s\n%s" % (" ".join(argv), r.status, r.describe()))
-    check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "PROFILE_DIR holds %s\n%s" % (pprofs(d), r.describe()))
+    check(pprofs(d) == image_files("run"), "PROFILE_DIR holds %s\n%s" % (pprofs(d), r.describe()))
     prof = ctx.read(os.path.join(d, "run.cpu.pprof"), r)
     threads = {t["name"]: (int(t["tid"]), int(t["cpu_ns"])) for t in truths(r.stdout_text, "thread")}
     proc = truths(r.stdout_text, "process")

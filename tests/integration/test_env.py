@@ -5,7 +5,7 @@ turning each profile off with 0."""
 import os
 import re
 
-from common import (ERROR_PREFIX, check, files_in, indent, run_program, walk_all)
+from common import (ERROR_PREFIX, check, files_in, image_files, indent, run_program, walk_all)
 
 EX_CONFIG = 78
 
@@ -175,16 +175,16 @@ def test_profile_dir_created_like_mkdir_p(ctx):
     base = ctx.mkdtemp("mkdirp")
     d = os.path.join(base, "a", "b", "c")
     r, _ = ctx.profile(["hello"], dir=d)
-    check(files_in(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"],
-          "PROFILE_DIR=%s (missing, nested): want run.{cpu,heap,wait}.pprof in it, it has %s\n%s" % (
-              d, files_in(d), r.describe()))
+    check(files_in(d) == image_files("run"),
+          "PROFILE_DIR=%s (missing, nested): want %s in it, it has %s\n%s" % (
+              d, image_files("run"), files_in(d), r.describe()))
     ctx.read(os.path.join(d, "run.cpu.pprof"))
     ctx.read(os.path.join(d, "run.heap.pprof"))
     # An existing directory works too, and a relative one is relative to cwd.
     cwd = ctx.mkdtemp("cwd")
     r = ctx.run(["hello"], cwd=cwd, PROFILE_DIR="rel/dir", PROFILE_NAME="x")
-    check(r.rc == 0 and files_in(os.path.join(cwd, "rel", "dir")) == ["x.cpu.pprof", "x.heap.pprof", "x.wait.pprof"],
-          "PROFILE_DIR=rel/dir: want cwd/rel/dir/x.{cpu,heap,wait}.pprof, cwd has %s\n%s" % (walk_all(cwd), r.describe()))
+    check(r.rc == 0 and files_in(os.path.join(cwd, "rel", "dir")) == image_files("x"),
+          "PROFILE_DIR=rel/dir: want cwd/rel/dir/%s, cwd has %s\n%s" % (image_files("x"), walk_all(cwd), r.describe()))
 
 
 def test_relative_profile_dir_summary_has_full_paths(ctx):
@@ -194,7 +194,7 @@ def test_relative_profile_dir_summary_has_full_paths(ctx):
     r = ctx.run(["hello"], cwd=cwd, PROFILE_DIR="rel/dir", PROFILE_NAME="x")
     check(r.rc == 0, "PROFILE_DIR=rel/dir failed\n%s" % r.describe())
     printed = [p for line in r.summary_lines() for p in re.findall(r"(\S+\.pprof)", line)]
-    want = [os.path.join(cwd, "rel", "dir", "x.%s.pprof" % k) for k in ("cpu", "heap", "wait")]
+    want = [os.path.join(cwd, "rel", "dir", f) for f in image_files("x")]
     check(sorted(printed) == want, "PROFILE_DIR=rel/dir (cwd %s): the summary line should name %s; it says %s"
           % (cwd, want, r.summary_lines()))
 
@@ -225,7 +225,7 @@ def test_profile_name_slug(ctx):
         d = os.path.join(top, "p", "q", "r")
         os.makedirs(d)
         r = ctx.run(["hello"], PROFILE_DIR=d, PROFILE_NAME=name)
-        expect = sorted([want + ".cpu.pprof", want + ".heap.pprof", want + ".wait.pprof"])
+        expect = image_files(want)
         everything = walk_all(top, skip_symbol_cache=True)
         check(r.rc == 0 and everything == ["p", "p/q", "p/q/r"] + ["p/q/r/" + e for e in expect],
               "PROFILE_NAME=%r: want exactly %s in PROFILE_DIR and nothing elsewhere; found %s\n%s" % (
@@ -271,7 +271,7 @@ def test_relative_profile_dir_survives_chdir(ctx):
     cwd = ctx.mkdtemp("cwd")
     elsewhere = ctx.mkdtemp("elsewhere")
     r = ctx.run(["hello", "chdir=" + elsewhere], cwd=cwd, PROFILE_DIR="rel/dir", PROFILE_NAME="x")
-    check(r.rc == 0 and files_in(os.path.join(cwd, "rel", "dir")) == ["x.cpu.pprof", "x.heap.pprof", "x.wait.pprof"]
+    check(r.rc == 0 and files_in(os.path.join(cwd, "rel", "dir")) == image_files("x")
           and not walk_all(elsewhere),
           "PROFILE_DIR=rel/dir, program chdir()s to %s before exit: want the files in the start cwd's rel/dir; "
           "start cwd has %s, the other dir has %s\n%s" % (elsewhere, walk_all(cwd), walk_all(elsewhere), r.describe()))

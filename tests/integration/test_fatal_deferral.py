@@ -24,7 +24,7 @@ import re
 import signal
 import time
 
-from common import check, indent, run_program
+from common import KINDS, check, image_files, indent, run_program
 from st_helpers import compile_c, pprofs, prof_env, start, workload_source
 
 RUNS = 10
@@ -52,7 +52,7 @@ def _one(ctx, shape, env, cwd):
     return r, _late_lines(r, sent_ns)
 
 
-def _shape(ctx, shape, kinds=(".cpu.pprof", ".heap.pprof", ".wait.pprof"), **vars):
+def _shape(ctx, shape, kinds=tuple("." + k + ".pprof" for k in KINDS), **vars):
     for i in range(PLAIN_RUNS):
         plain, late = _one(ctx, shape, ctx.env(preload=False), ctx.mkdtemp("cwd"))
         check(plain.status.is_signal(signal.SIGTERM), "%s without the shim: %s, want SIGTERM\n%s" % (
@@ -115,7 +115,7 @@ def test_deferral_is_counted_on_the_summary_line(ctx):
         r = run_program([main, lib], prof_env(ctx, out), ctx.mkdtemp("cwd"), timeout=60)
         check(r.rc == -signal.SIGTERM, "run %d: %s, want SIGTERM\n%s" % (i, r.status_text(), r.describe()))
         lines = r.summary_lines()
-        check(len(lines) == 1 and pprofs(out) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"],
+        check(len(lines) == 1 and pprofs(out) == image_files("run"),
               "run %d: want one summary line and three profiles, got %s\n%s" % (i, pprofs(out), r.describe()))
         m = re.search(r" \| (\d+) fatal signals? deferred \|", lines[0])
         check(m and int(m.group(1)) >= 1, "run %d: the summary line does not count the deferral:\n%s" % (

@@ -15,7 +15,7 @@ import gzip
 import os
 import signal
 
-from common import check
+from common import check, image_files
 from st_helpers import prof_env, pprofs, run
 
 # signal(7)'s default actions
@@ -76,7 +76,7 @@ def _one(ctx, d, name, sig, core, mode):
     if r.status.key() != plain.status.key() or bool(cores) != bool(plain_cores):
         problems.append("the process %s (core files %s); without the shim %s (%s)" % (
             r.status, cores, plain.status, plain_cores))
-    want = [stem + ".cpu.pprof", stem + ".heap.pprof", stem + ".wait.pprof"]
+    want = image_files(stem)
     got = [p for p in pprofs(d) if p.startswith(stem + ".")]
     if got != want:
         problems.append("files %s, want %s" % (got, want))

@@ -20,7 +20,7 @@ import os
 import re
 import signal
 
-from common import check, func_matches, indent
+from common import check, func_matches, image_files, indent
 from st_helpers import prof_env, pprofs, run
 
 
@@ -32,7 +32,7 @@ def _both(ctx, mode, program="fault_masks"):
     check(r.status.key() == plain.status.key() and r.out == plain.out,
           "%s: under the shim %s, stdout:\n%swithout it %s, stdout:\n%s%s" % (
               mode, r.status, indent(r.stdout_text), plain.status, indent(plain.stdout_text), r.describe()))
-    check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"] and len(r.summary_lines()) == 1,
+    check(pprofs(d) == image_files("run") and len(r.summary_lines()) == 1,
           "%s: PROFILE_DIR holds %s\n%s" % (mode, pprofs(d), r.describe()))
     r.prof_dir = d
     return plain, r

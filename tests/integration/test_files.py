@@ -8,7 +8,7 @@ import signal
 import subprocess
 import time
 
-from common import ERROR_PREFIX, Result, check, describe_env, files_in
+from common import ERROR_PREFIX, KINDS, Result, check, describe_env, files_in, image_files
 
 VICTIM_TEXT = b"victim: must never be written by the shim\n"
 
@@ -29,7 +29,7 @@ def _check_victim(p, what):
 
 
 def _check_profiles(ctx, d, r, name="run"):
-    for kind in ("cpu", "heap", "wait"):
+    for kind in KINDS:
         p = os.path.join(d, "%s.%s.pprof" % (name, kind))
         check(os.path.lexists(p), "%s not written\n%s" % (p, r.describe()))
         check(not os.path.islink(p) and os.path.isfile(p), "%s is not a regular file (symlink followed?)" % p)
@@ -39,7 +39,7 @@ def _check_profiles(ctx, d, r, name="run"):
 def test_symlink_at_the_name_is_replaced(ctx):
     d = ctx.mkdtemp("prof")
     victims = {}
-    for kind in ("cpu", "heap", "wait"):
+    for kind in KINDS:
         v = _victim(ctx, "victim-" + kind)
         os.symlink(v, os.path.join(d, "run.%s.pprof" % kind))
         victims[kind] = v
@@ -54,7 +54,7 @@ def test_hard_link_at_the_name_is_replaced(ctx):
     of a complete new file does not."""
     d = ctx.mkdtemp("prof")
     victims = {}
-    for kind in ("cpu", "heap", "wait"):
+    for kind in KINDS:
         v = _victim(ctx, "victim-" + kind)
         target = os.path.join(d, "run.%s.pprof" % kind)
         try:
@@ -75,12 +75,12 @@ def test_hard_link_at_the_name_is_replaced(ctx):
 
 def test_existing_profiles_replaced(ctx):
     d = ctx.mkdtemp("prof")
-    for kind in ("cpu", "heap", "wait"):
+    for kind in KINDS:
         with open(os.path.join(d, "run.%s.pprof" % kind), "wb") as f:
             f.write(b"old contents, not a profile\n" * 1000)
     r, _ = ctx.profile(["hello"], dir=d)
     _check_profiles(ctx, d, r)
-    check(files_in(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "PROFILE_DIR holds %s" % files_in(d))
+    check(files_in(d) == image_files("run"), "PROFILE_DIR holds %s" % files_in(d))
 
 
 def test_stale_temp_files_do_not_block(ctx):
@@ -92,7 +92,7 @@ def test_stale_temp_files_do_not_block(ctx):
     d = ctx.mkdtemp("prof")
     victim = _victim(ctx)
     junk = []
-    for kind in ("cpu", "heap", "wait"):
+    for kind in KINDS:
         base = "run.%s.pprof" % kind
         for n in (".%s.tmp" % base, ".%s.tmp.1" % base, ".%s.tmp.XXXXXX" % base, "%s.tmp" % base, ".run"):
             p = os.path.join(d, n)
@@ -102,7 +102,7 @@ def test_stale_temp_files_do_not_block(ctx):
                 junk.append(n)
 
     def plant(pid):
-        for kind in ("cpu", "heap", "wait"):
+        for kind in KINDS:
             base = "run.%s.pprof" % kind
             pats = [".{b}.tmp.{p}", ".{b}.{p}.tmp", "{b}.tmp.{p}", ".{b}.tmp{p}"]
             # "<dir>/.<name>.tmp.<pid>.<seq>": what one killed run with the same
@@ -120,7 +120,7 @@ def test_stale_temp_files_do_not_block(ctx):
     _check_victim(victim, "symlinks planted at the program's temp-file names")
     _check_profiles(ctx, d, r)
     left = sorted(set(files_in(d)) - set(junk))
-    check(left == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "after the run PROFILE_DIR has new entries %s "
+    check(left == image_files("run"), "after the run PROFILE_DIR has new entries %s "
           "(leftover temp files?)" % left)
 
 

@@ -5,7 +5,7 @@ image writes NAME.*, and no image overwrites another's."""
 import os
 import re
 
-from common import check, indent
+from common import KINDS, check, indent
 
 PROG = "fork_exec"
 
@@ -17,15 +17,15 @@ def _pid(r, label):
 
 
 def _other_images(d, name="run"):
-    root = {"%s.%s.pprof" % (name, k) for k in ("cpu", "heap", "wait")}
+    root = {"%s.%s.pprof" % (name, k) for k in KINDS}
     return sorted(n for n in os.listdir(d) if n.endswith(".pprof") and n not in root)
 
 
 def _image_files(ctx, d, pid, r, what):
     others = _other_images(d)
     mine = [n for n in others if pid in n and PROG in n]
-    check(sorted(n.split(".")[-2] for n in mine) == ["cpu", "heap", "wait"],
-          "%s (pid %s) should write its own cpu, heap and wait files, named with %r and its pid; PROFILE_DIR has "
+    check(sorted(n.split(".")[-2] for n in mine) == sorted(KINDS),
+          "%s (pid %s) should write its own file of each kind, named with %r and its pid; PROFILE_DIR has "
           "%s\n%s" % (what, pid, PROG, sorted(os.listdir(d)), r.describe()))
     cpu = [os.path.join(d, n) for n in mine if n.endswith(".cpu.pprof")][0]
     heap = [os.path.join(d, n) for n in mine if n.endswith(".heap.pprof")][0]

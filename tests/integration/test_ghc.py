@@ -18,7 +18,7 @@ import re
 import shutil
 import subprocess
 
-from common import Skip, check, clip, indent
+from common import Skip, check, clip, image_files, indent
 from st_helpers import pprofs, prof_env, run, workload_source
 
 FIB_N = "35"
@@ -98,4 +98,4 @@ def test_ghc_dynamic_program_named_in_haskell(ctx):
     d = ctx.mkdtemp("prof")
     r, prof = _profiled(ctx, exe, d, "run")
     _check_haskell_names(prof, r, "-dynamic")
-    check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "PROFILE_DIR holds %s" % pprofs(d))
+    check(pprofs(d) == image_files("run"), "PROFILE_DIR holds %s" % pprofs(d))

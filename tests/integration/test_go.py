@@ -23,7 +23,7 @@ import shutil
 import signal
 import subprocess
 
-from common import Skip, check, clip, indent
+from common import Skip, check, clip, image_files, indent
 from st_helpers import pprofs, prof_env, run, workload_source
 
 def _build_go(ctx, name, *flags):
@@ -65,7 +65,7 @@ def _profiled(ctx, plain, argv, what, **vars):
     d = ctx.mkdtemp("prof")
     r = run(ctx, argv, env=prof_env(ctx, d, **vars))
     _same_as_plain(plain, r, what)
-    check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "%s: PROFILE_DIR holds %s\n%s" % (
+    check(pprofs(d) == image_files("run"), "%s: PROFILE_DIR holds %s\n%s" % (
         what, pprofs(d), r.describe()))
     return r, d
 

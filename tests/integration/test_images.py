@@ -18,7 +18,7 @@ import os
 import re
 import stat
 
-from common import check
+from common import KINDS, check, image_files
 from st_helpers import check_summaries_name_files, prof_env, pprofs, run
 
 MiB = 1 << 20
@@ -74,7 +74,7 @@ def _exec(ctx, fn):
     check(_pid(r, "after") == pid and "preload=yes shim=yes" in r.stdout_text,
           "the new image did not run with the shim\n%s" % r.describe())
     old = "run.st_exec.%d" % pid
-    want = sorted([s + k for s in (old, "run") for k in (".cpu.pprof", ".heap.pprof", ".wait.pprof")])
+    want = sorted(image_files(old) + image_files("run"))
     check(pprofs(d) == want, "%s: want the old image's %s.* and the new image's run.*; PROFILE_DIR holds %s\n%s"
           % (fn, old, pprofs(d), r.describe()))
     check_summaries_name_files(r, d, 2)
@@ -140,7 +140,7 @@ def test_exec_without_preload_in_env(ctx):
     r = run(ctx, ["st_exec", "noenv"], env=prof_env(ctx, d))
     check(r.status.is_exit(5), "status must be the new image's (exit 5); got %s\n%s" % (r.status, r.describe()))
     check("preload=no shim=no" in r.stdout_text, "the new image should run without the shim\n%s" % r.describe())
-    check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "want the old image's run.* only; PROFILE_DIR "
+    check(pprofs(d) == image_files("run"), "want the old image's run.* only; PROFILE_DIR "
           "holds %s\n%s" % (pprofs(d), r.describe()))
     check_summaries_name_files(r, d, 1)
     cpu, heap = _read_pair(ctx, d, "run", r)
@@ -157,7 +157,7 @@ def _failed_exec(ctx, mode, args, errname):
     # The final stop writes NAME.* with the work done after the failure
     # (DESIGN: "If the exec fails, profiling resumes and the image's final
     # stop writes again"). Whatever the attempt wrote is named too.
-    check(all("run.%s.pprof" % k in pprofs(d) for k in ("cpu", "heap", "wait")),
+    check(all("run.%s.pprof" % k in pprofs(d) for k in KINDS),
           "after a failed exec the process goes on and its final stop writes run.*; PROFILE_DIR holds %s\n%s" % (
               pprofs(d), r.describe()))
     lines = r.summary_lines()
@@ -199,7 +199,7 @@ def _wrapper(ctx, argv, what):
     check("preload=yes shim=yes" in r.stdout_text, "%s: st_exec did not run with the shim\n%s" % (
         what, r.describe()))
     files = pprofs(d)
-    check(all("run.%s.pprof" % k in files for k in ("cpu", "heap", "wait")), "%s: the real binary should write run.*; "
+    check(all("run.%s.pprof" % k in files for k in KINDS), "%s: the real binary should write run.*; "
           "PROFILE_DIR holds %s\n%s" % (what, files, r.describe()))
     shell = sorted(set(n.rsplit(".", 2)[0] for n in files) - {"run"})
     check(len(shell) == 1 and re.match(r"^run\.[A-Za-z0-9._-]+\.\d+$", shell[0]) and "st_exec" not in shell[0],
@@ -333,7 +333,7 @@ def test_fork_child_execs_itself(ctx):
 def _spawned(ctx, mode, status, profiled):
     r, d, pid = _fork(ctx, mode, 2 if profiled else 1, status)
     if not profiled:
-        check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "%s: only the parent profiles; PROFILE_DIR "
+        check(pprofs(d) == image_files("run"), "%s: only the parent profiles; PROFILE_DIR "
               "holds %s\n%s" % (mode, pprofs(d), r.describe()))
         return
     check("shim=yes" in r.stdout_text, "the spawned program should run with the shim\n%s" % r.describe())
@@ -389,6 +389,6 @@ def test_nested_session_with_its_own_name_is_a_root(ctx):
     cmd = "PROFILE_DIR=%s PROFILE_NAME=inner %s after; true" % (d2, ctx.workload("st_exec"))
     r = run(ctx, ["/bin/sh", "-c", cmd], env=prof_env(ctx, d1, name="outer"))
     check(r.status.is_exit(0), "%s\n%s" % (r.status, r.describe()))
-    check(pprofs(d2) == ["inner.cpu.pprof", "inner.heap.pprof", "inner.wait.pprof"], "the inner session's program should write "
-          "inner.{cpu,heap,wait}.pprof in its own PROFILE_DIR; it holds %s\n%s" % (pprofs(d2), r.describe()))
+    check(pprofs(d2) == image_files("inner"), "the inner session's program should write "
+          "%s in its own PROFILE_DIR; it holds %s\n%s" % (image_files("inner"), pprofs(d2), r.describe()))
     check("outer.cpu.pprof" in pprofs(d1), "the outer shell should write outer.*; %s holds %s" % (d1, pprofs(d1)))

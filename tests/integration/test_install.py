@@ -8,7 +8,7 @@ import re
 import subprocess
 
 from cli_helpers import REPO, ls_rows, subprocess_ok
-from common import check, indent, profile_dir_names, run_program
+from common import check, image_files, indent, profile_dir_names, run_program
 
 
 def _make(ctx, *args):
@@ -25,7 +25,7 @@ def _run_installed(ctx, exe, lib):
     r = run_program([exe, "run", "-d", d, "-n", "inst", "--", "/usr/bin/env"], env, ctx.mkdtemp("cwd"))
     check(r.rc == 0 and "LD_PRELOAD=%s\n" % lib in r.stdout_text, "the installed profshim should preload %s:\n%s" % (
         lib, r.describe()))
-    check(profile_dir_names(d) == ["inst.cpu.pprof", "inst.heap.pprof", "inst.wait.pprof"],
+    check(profile_dir_names(d) == image_files("inst"),
           "profiles from the installed run: %s\n%s" % (os.listdir(d), r.describe()))
     r = run_program([exe, "ls", d], env, ctx.mkdtemp("cwd"))
     check(r.rc == 0 and [row[0] for row in ls_rows(r.stdout_text)] == ["inst"], "installed ls:\n%s" % r.describe())

@@ -11,7 +11,7 @@ import re
 import shutil
 import subprocess
 
-from common import check, fail, indent
+from common import KINDS, check, fail, indent
 from profile_proto import RawProfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -68,7 +68,7 @@ def test_mapping_flags_say_what_every_location_has(ctx):
     stripped = _stripped_exe(ctx)
     for argv in (["cpu_split", "60"], [stripped, "0.3"]):
         r, d = ctx.profile(argv)
-        for kind in ("cpu", "heap", "wait"):
+        for kind in KINDS:
             path = os.path.join(d, "run.%s.pprof" % kind)
             prof = ctx.read(path, r)
             bad = _flag_problems(prof)
@@ -121,7 +121,7 @@ def test_shim_libraries_are_not_the_programs_mappings(ctx):
     check(os.path.realpath(ctx.lib) in foreign and len(foreign) >= 5,
           "the shim's own libraries were not worked out: %s" % sorted(foreign))
     r, d = ctx.profile([exe, "60"])
-    for kind in ("cpu", "heap", "wait"):
+    for kind in KINDS:
         raw = RawProfile(os.path.join(d, "run.%s.pprof" % kind))
         used = raw.used_mapping_ids()
         listed = [m for m in raw.mappings if os.path.realpath(m.file) in foreign and m.id not in used]
@@ -142,7 +142,7 @@ def test_a_library_the_program_needs_too_stays(ctx):
     libz = _ldd(exe).get("libz.so.1")
     check(libz, "uses_zlib does not need libz.so.1:\n%s" % _sh(["ldd", exe], "ldd"))
     r, d = ctx.profile([exe, "0.3"])
-    for kind in ("cpu", "heap", "wait"):
+    for kind in KINDS:
         raw = RawProfile(os.path.join(d, "run.%s.pprof" % kind))
         check(any(os.path.realpath(m.file) == libz for m in raw.mappings),
               "the %s profile does not list libz (%s), which the program needs:\n%s" % (

@@ -13,7 +13,7 @@ the missing arena: SIGSEGV in every run.
 import re
 import resource
 
-from common import check
+from common import check, image_files
 from st_helpers import prof_env, pprofs, run
 
 KIB = 1024
@@ -32,7 +32,7 @@ def _same_as_plain(ctx, which, kib):
     check(r.status.key() == plain.status.key() and r.out == plain.out,
           "%s: under the shim %s, stdout %r; without it %s, stdout %r\n%s" % (
               what, r.status, r.stdout_text, plain.status, plain.stdout_text, r.describe()))
-    check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"] and len(r.summary_lines()) == 1,
+    check(pprofs(d) == image_files("run") and len(r.summary_lines()) == 1,
           "%s: PROFILE_DIR holds %s\n%s" % (what, pprofs(d), r.describe()))
 
 

@@ -8,7 +8,7 @@ import re
 import subprocess
 import time
 
-from common import check, files_in
+from common import KINDS, check, files_in
 from st_helpers import compile_c, run
 
 
@@ -178,7 +178,7 @@ def test_a_daemonized_child_takes_the_name(ctx):
         check(prof.cum("daemon_work", "cpu") >= 0.1e9, "%s: the daemon's work is not in svc.cpu.pprof:\n%s" % (
             mode, prof.cum_table("cpu", 8)))
         root = "svc.daemonize.%d" % p.pid
-        for kind in ("cpu", "heap", "wait"):
+        for kind in KINDS:
             check(root + "." + kind + ".pprof" in got, "%s: the parent's %s profile is not kept as %s: %s" % (
                 mode, kind, root, got))
             check(_pid_in(ctx, os.path.join(d, root + "." + kind + ".pprof")) == p.pid,

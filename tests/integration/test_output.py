@@ -4,7 +4,7 @@ written; nothing else, and nothing ever on stdout."""
 import os
 import re
 
-from common import SUMMARY_PREFIX, check, indent, profile_dir_names
+from common import SUMMARY_PREFIX, check, image_files, indent, profile_dir_names
 
 
 def _compare_with_plain(ctx, argv, expect_names, name="run", **vars):
@@ -31,7 +31,7 @@ def _compare_with_plain(ctx, argv, expect_names, name="run", **vars):
 
 
 def test_summary_line_names_both_files(ctx):
-    line, r = _compare_with_plain(ctx, ["cpu_split", "80"], ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"])
+    line, r = _compare_with_plain(ctx, ["cpu_split", "80"], image_files("run"))
     # The few figures a reader wants first: samples, wall and CPU seconds,
     # peak RSS, heap in use.
     low = line.lower()
@@ -42,8 +42,8 @@ def test_summary_line_names_both_files(ctx):
 
 def test_summary_line_with_stderr_noise(ctx):
     """A program that writes to stderr itself (heap_hold) and exits via exit()."""
-    _compare_with_plain(ctx, ["heap_hold", "exit"], ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"])
+    _compare_with_plain(ctx, ["heap_hold", "exit"], image_files("run"))
 
 
 def test_summary_line_nonzero_status(ctx):
-    _compare_with_plain(ctx, ["exit_code", "3"], ["job.cpu.pprof", "job.heap.pprof", "job.wait.pprof"], name="job")
+    _compare_with_plain(ctx, ["exit_code", "3"], image_files("job"), name="job")

@@ -21,7 +21,7 @@ import signal
 import subprocess
 import time
 
-from common import check, indent
+from common import KINDS, check, image_files, indent
 from st_helpers import Status, check_summaries_name_files, prof_env, pprofs, reap_bounded, run, start
 
 
@@ -68,7 +68,7 @@ def test_sh_exec_xz(ctx):
     with open(os.path.join(cwd, "data.txt.xz"), "rb") as f:
         check(lzma.decompress(f.read()) == data, "xz's output does not decompress to its input")
     files = pprofs(d)
-    check(all("run.%s.pprof" % k in files for k in ("cpu", "heap", "wait")), "xz, the real binary, should write run.*; "
+    check(all("run.%s.pprof" % k in files for k in KINDS), "xz, the real binary, should write run.*; "
           "PROFILE_DIR holds %s\n%s" % (files, r.describe()))
     others = sorted(set(n.rsplit(".", 2)[0] for n in files) - {"run"})
     check(len(others) == 1 and re.match(r"^run\.dash\.\d+$", others[0]), "want the shell's image as "
@@ -100,7 +100,7 @@ def _killed_while_busy(ctx, argv, cwd, stdout_path, lib_prefix, after=1.5):
     check(plain.status.is_signal(signal.SIGTERM), "baseline: %s\n%s" % (plain.status, plain.describe()))
     check(r.status.key() == plain.status.key(), "%s killed by SIGTERM while busy: under the shim %s, without "
           "it %s\n%s" % (argv[0], r.status, plain.status, r.describe()))
-    check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "PROFILE_DIR holds %s\n%s" % (pprofs(d), r.describe()))
+    check(pprofs(d) == image_files("run"), "PROFILE_DIR holds %s\n%s" % (pprofs(d), r.describe()))
     check_summaries_name_files(r, d, 1)
     cpu = ctx.read(os.path.join(d, "run.cpu.pprof"), r)
     ctx.read(os.path.join(d, "run.heap.pprof"), r)
@@ -159,7 +159,7 @@ def test_yes_dies_of_sigpipe(ctx):
     check(plain.is_signal(signal.SIGPIPE), "baseline: yes %s" % plain)
     check(first == b"y\n", "yes printed %r" % first)
     check(st.key() == plain.key(), "yes under the shim %s; without it %s\nstderr:\n%s" % (st, plain, indent(err_text)))
-    check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "PROFILE_DIR holds %s\nstderr:\n%s" % (
+    check(pprofs(d) == image_files("run"), "PROFILE_DIR holds %s\nstderr:\n%s" % (
         pprofs(d), indent(err_text)))
     lines = [l for l in err_text.splitlines() if l.startswith("# profshim: wrote")]
     check(len(lines) == 1, "want one summary line\n%s" % indent(err_text))
@@ -202,6 +202,6 @@ def test_program_exporting_its_own_zlib(ctx):
     r = run(ctx, [exe], env=prof_env(ctx, d))
     check(str(r.status) == str(plain.status) and r.out == plain.out, "plain %s, shim %s\n%s" % (
         plain.status, r.status, r.describe()))
-    check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"] and
+    check(pprofs(d) == image_files("run") and
           not any("error" in l for l in r.stderr_lines), "PROFILE_DIR holds %s\n%s" % (pprofs(d), r.describe()))
     ctx.read(os.path.join(d, "run.cpu.pprof"))

@@ -7,7 +7,7 @@ test_signals_fatal.py and test_signals_masks.py."""
 import os
 import subprocess
 
-from common import check
+from common import check, image_files
 from sig_helpers import both_same
 from st_helpers import pprofs, prof_env, run
 
@@ -18,7 +18,7 @@ def test_program_that_unwinds_itself_with_libunwind(ctx):
     use its own copy of libgcc's unwinder. Three runs at 1000 Hz."""
     for _ in range(3):
         _, r, d = both_same(ctx, ["unwinds_itself"], timeout=30, PROFILE_CPU_HZ=1000)
-        check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "PROFILE_DIR holds %s" % pprofs(d))
+        check(pprofs(d) == image_files("run"), "PROFILE_DIR holds %s" % pprofs(d))
 
 
 def test_threads_with_small_stacks_are_sampled_safely(ctx):
@@ -29,7 +29,7 @@ def test_threads_with_small_stacks_are_sampled_safely(ctx):
     (with 4000 in use they overflowed: SIGSEGV, no profile)."""
     for used in ("3000", "7000"):
         _, r, d = both_same(ctx, ["review_habits", "smallstack", used], PROFILE_CPU_HZ=1000)
-        check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "PROFILE_DIR holds %s" % pprofs(d))
+        check(pprofs(d) == image_files("run"), "PROFILE_DIR holds %s" % pprofs(d))
 
 
 def test_a_wait_on_a_small_fiber_stack(ctx):
@@ -39,7 +39,7 @@ def test_a_wait_on_a_small_fiber_stack(ctx):
     the shim, so it records the caller alone (it overflowed into the guard
     page: SIGSEGV). Status, output and files as ever."""
     _, r, d = both_same(ctx, ["review_habits", "fiber"])
-    check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "PROFILE_DIR holds %s" % pprofs(d))
+    check(pprofs(d) == image_files("run"), "PROFILE_DIR holds %s" % pprofs(d))
 
 
 def test_cpu_on_a_small_fiber_stack(ctx):
@@ -54,7 +54,7 @@ def test_cpu_on_a_small_fiber_stack(ctx):
     for i in range(20):
         argv = ["review_habits", "fiber_burn", "11264"] + (["noalt"] if i % 2 else [])
         _, r, d = both_same(ctx, argv, PROFILE_CPU_HZ=1000)
-        check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "PROFILE_DIR holds %s" % pprofs(d))
+        check(pprofs(d) == image_files("run"), "PROFILE_DIR holds %s" % pprofs(d))
         if i < 2:
             prof = ctx.read(os.path.join(d, "run.cpu.pprof"), r)
             check(prof.flat("fiber_spin", "cpu") > 0.5 * prof.total("cpu"), "%s: the burn is not in the profile\n%s" % (

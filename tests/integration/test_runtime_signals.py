@@ -14,11 +14,11 @@ run on the freed stack (altstack_gone.c does the same without Ruby).
 import shutil
 import signal
 
-from common import Skip, check, indent
+from common import Skip, check, image_files, indent
 from st_helpers import pprofs, prof_env, run, start
 
 RUBY_LOOP = 'STDOUT.sync = true; puts "up"; loop { 1 + 1 }'
-FILES = ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"]
+FILES = image_files("run")
 
 
 def _program_lines(r):

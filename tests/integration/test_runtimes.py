@@ -17,7 +17,7 @@ import re
 import shutil
 import subprocess
 
-from common import Skip, check, clip, indent
+from common import Skip, check, clip, image_files, indent
 from st_helpers import pprofs, prof_env, run, workload_source
 
 RUNS = 5
@@ -33,7 +33,7 @@ def _same_as_plain(plain, r, what):
 def _cpu_profile_read(ctx, d, r, what, program):
     """The run's CPU profile: written, read by go tool pprof, its program
     the one asked for, and most of the process's CPU in it."""
-    check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "%s: PROFILE_DIR holds %s\n%s" % (
+    check(pprofs(d) == image_files("run"), "%s: PROFILE_DIR holds %s\n%s" % (
         what, pprofs(d), r.describe()))
     prof = ctx.read(os.path.join(d, "run.cpu.pprof"), r)
     check(any(("program " + program) in c for c in prof.comments), "%s: the profile is not %s's: %s" % (
@@ -70,7 +70,7 @@ def test_beam_with_spinning_processes(ctx):
         # erl is a shell script that execs erlexec, which execs beam.smp:
         # run.* is the last image's, the others are named by program and pid.
         names = sorted(n for n in os.listdir(pd) if n.startswith("run.") and n.count(".") == 2)
-        check(names == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "%s: PROFILE_DIR holds %s\n%s" % (
+        check(names == image_files("run"), "%s: PROFILE_DIR holds %s\n%s" % (
             what, sorted(os.listdir(pd)), r.describe()))
         prof = ctx.read(os.path.join(pd, "run.cpu.pprof"), r)
         check(any("beam.smp" in c for c in prof.comments) and prof.total("cpu") > 0,

@@ -17,11 +17,11 @@ import shutil
 import signal
 import tempfile
 
-from common import Skip, check
+from common import Skip, check, image_files
 from st_helpers import pprofs, prof_env, run
 
 SYS = {"timer_create": 222, "openat": 257, "rename": 82, "ptrace": 101, "rt_sigreturn": 15, "prctl": 157}
-ALL = ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"]
+ALL = image_files("run")
 
 
 def _pair(ctx, name, action="kill", how="prctl", end="exit"):

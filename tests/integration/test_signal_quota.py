@@ -10,7 +10,7 @@ unsampled, said in the summary line."""
 import re
 import resource
 
-from common import check
+from common import check, image_files
 from st_helpers import pprofs, prof_env, run
 
 
@@ -28,7 +28,7 @@ def test_the_program_keeps_its_share_of_queued_signals(ctx):
     d = ctx.mkdtemp("prof")
     r = run(ctx, argv, env=prof_env(ctx, d), rlimits=lim)
     check(r.status.is_exit(0) and r.stdout_text == want, "under the shim:\n%s" % r.describe())
-    check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "PROFILE_DIR holds %s\n%s"
+    check(pprofs(d) == image_files("run"), "PROFILE_DIR holds %s\n%s"
           % (pprofs(d), r.describe()))
     lines = r.summary_lines()
     check(len(lines) == 1 and re.search(r"\d+ threads unsampled \(no timer\)", lines[0]),

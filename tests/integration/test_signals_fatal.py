@@ -8,7 +8,7 @@ import shutil
 import signal
 import subprocess
 
-from common import CpuHog, check
+from common import CpuHog, check, image_files
 from sig_helpers import RTSIG, both, both_same, dies_as_plain
 from st_helpers import pprofs, prof_env, run, start
 
@@ -36,7 +36,7 @@ def test_external_sampling_signal_kills_as_without_the_shim(ctx):
     check(plain.status.is_signal(RTSIG), "baseline: sleep should die of SIGRTMAX-4: %s" % plain.status)
     check(r.status.key() == plain.status.key(), "under the shim sleep %s; without it %s\n%s" % (
         r.status, plain.status, r.describe()))
-    check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "PROFILE_DIR holds %s\n%s" % (pprofs(d), r.describe()))
+    check(pprofs(d) == image_files("run"), "PROFILE_DIR holds %s\n%s" % (pprofs(d), r.describe()))
 
 
 def test_no_thread_runs_on_after_a_crash(ctx):
@@ -72,7 +72,7 @@ def test_no_thread_runs_on_after_a_crash(ctx):
                 commits = r.stdout_text.split("crash\n", 1)[1].count("commit")
                 check(commits <= 5, "%s: %d commits after the crash under the shim\n%s" % (what, commits,
                                                                                          r.describe()))
-                check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"],
+                check(pprofs(d) == image_files("run"),
                       "%s: PROFILE_DIR holds %s\n%s" % (what, pprofs(d), r.describe()))
             check(seen["shim"] <= seen["plain"] + 10,
                   "%s: %d commits after the crash in 10 runs under the shim, %d in 10 plain runs"
@@ -107,7 +107,7 @@ def test_sigterm_to_a_process_in_sigsuspend(ctx):
         p.kill(signal.SIGTERM)
         r = p.wait(30)
         check(r.status.is_signal(signal.SIGTERM), "run %d: %s, want death by SIGTERM\n%s" % (i, r.status, r.describe()))
-        check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"] and len(r.summary_lines()) == 1,
+        check(pprofs(d) == image_files("run") and len(r.summary_lines()) == 1,
               "run %d: PROFILE_DIR holds %s\n%s" % (i, pprofs(d), r.describe()))
 
 
@@ -155,7 +155,7 @@ def test_crash_in_a_thread_that_blocks_every_signal_is_profiled(ctx):
     shim keeps the faults out of the kernel's mask too; the profiles are
     written and the process dies of SIGSEGV as without the shim."""
     _, r, d = both_same(ctx, ["review_habits", "blocked_fault"])
-    check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "PROFILE_DIR holds %s\n%s" % (pprofs(d), r.describe()))
+    check(pprofs(d) == image_files("run"), "PROFILE_DIR holds %s\n%s" % (pprofs(d), r.describe()))
 
 
 def test_sigterm_while_the_exit_stop_runs_does_not_wait_for_the_timeout(ctx):

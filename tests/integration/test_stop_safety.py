@@ -25,7 +25,8 @@ import subprocess
 import tempfile
 import time
 
-from common import ERROR_PREFIX, SUMMARY_PREFIX, SYMBOL_CACHE, Skip, check, clip, fail, indent, profile_dir_names
+from common import (ERROR_PREFIX, SUMMARY_PREFIX, SYMBOL_CACHE, Skip, check, clip, fail, image_files, indent,
+                    profile_dir_names)
 from st_helpers import Status, gzip_ok, pprofs, prof_env, reap_bounded, run, start, written
 
 SHIM = "# profshim: "
@@ -172,7 +173,7 @@ def _fifo_debuglink_case(ctx, where):
     # line, above); under that, the time is the machine's.
     check(m and int(m.group(1)) < 7500, "%s: the stop took %s ms\n%s" % (what, m and m.group(1), r.describe()))
     files = _files_as_said(r, pd, what)
-    check(sorted(os.path.basename(p) for p in files) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"],
+    check(sorted(os.path.basename(p) for p in files) == image_files("run"),
           "%s: want all three profiles, got %s" % (what, files))
     prof = ctx.read(os.path.join(pd, "run.cpu.pprof"), r)
     # The symbol table stayed in the binary: names without the debug file.
@@ -481,7 +482,7 @@ def test_descriptors_are_the_programs(ctx):
                   "%s: the summary should reach the stderr the process started with\n%s" % (what, r.describe()))
         else:
             check(len(lines) <= 1, "%s: %d lines\n%s" % (what, len(lines), r.describe()))
-        check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"] and not _temporaries(d),
+        check(pprofs(d) == image_files("run") and not _temporaries(d),
               "%s: PROFILE_DIR holds %s" % (what, os.listdir(d)))
 
 
@@ -570,7 +571,7 @@ def test_root_refuses_a_directory_of_another_user(ctx):
     # Controls: root's own tree is used.
     ours = os.path.join(base, "ours", "sub")
     r = run(ctx, ["hello"], env=prof_env(ctx, ours))
-    check(r.status.is_exit(0) and pprofs(ours) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"],
+    check(r.status.is_exit(0) and pprofs(ours) == image_files("run"),
           "a root-owned PROFILE_DIR must be used\n%s" % r.describe())
 
     # A user's own directory, running as that user (the rule is root's only).
@@ -588,7 +589,7 @@ def test_root_refuses_a_directory_of_another_user(ctx):
         p = subprocess.run([hello], env=env, cwd=home, user=OTHER_UID, group=OTHER_UID,
                            extra_groups=[], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
         made = profile_dir_names(os.path.join(home, "prof"))
-        check(p.returncode == 0 and made == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"],
+        check(p.returncode == 0 and made == image_files("run"),
               "uid %d with its own PROFILE_DIR: status %d, files %s\nstderr:\n%s" % (
                   OTHER_UID, p.returncode, made, indent(p.stderr.decode(errors="replace"))))
         for n in made:
@@ -612,10 +613,10 @@ def _image_files(r, d, what, images):
     stems = []
     for line in lines:
         names = sorted(os.path.basename(p) for p in written(line))
-        stem = names[0][:-len(".cpu.pprof")] if names else ""
-        check(names == [stem + k for k in (".cpu.pprof", ".heap.pprof", ".wait.pprof")],
-              "%s: a line should name one stem's cpu, heap and wait files: %r" % (what, line))
-        stems.append(names[0][:-len(".cpu.pprof")])
+        stem = names[0].rsplit(".", 2)[0] if names else ""
+        check(names == image_files(stem),
+              "%s: a line should name one stem's files, one of each kind: %r" % (what, line))
+        stems.append(stem)
     check(len(set(stems)) == len(stems), "%s: two images wrote the same files: %s" % (what, sorted(stems)))
     _files_as_said(r, d, what)
     return sorted(stems)
@@ -682,7 +683,7 @@ def test_failed_path_search_makes_no_stop(ctx):
     lines = _shim_lines(r)
     check(len(lines) == 1 and not lines[0].startswith(ERROR_PREFIX),
           "want exactly one summary line (the final stop's)\n%s" % r.describe())
-    check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "PROFILE_DIR holds %s" % pprofs(d))
+    check(pprofs(d) == image_files("run"), "PROFILE_DIR holds %s" % pprofs(d))
     t_plain, t_shim = _loop_ns(plain), _loop_ns(r)
     check(t_shim < 10 * t_plain + 500e6, "200 failed PATH searches took %.1f ms under the shim, %.1f ms without" % (
         t_shim / 1e6, t_plain / 1e6))
@@ -726,8 +727,8 @@ def test_two_execs_failing_at_once(ctx):
         stem = "run.stop_safety.%d" % r.pid
         check(len(lines) == 2 and [len(written(l)) for l in lines] == [3, 3],
               "%s: want two summary lines (the exec's stop, the final one)\n%s" % (what, r.describe()))
-        check(sorted(os.path.basename(p) for p in written(lines[0])) == [stem + k for k in (".cpu.pprof", ".heap.pprof", ".wait.pprof")]
-              and sorted(os.path.basename(p) for p in written(lines[1])) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"],
+        check(sorted(os.path.basename(p) for p in written(lines[0])) == image_files(stem)
+              and sorted(os.path.basename(p) for p in written(lines[1])) == image_files("run"),
               "%s: the exec's stop writes %s.*, the final one run.*\n%s" % (what, stem, r.describe()))
         _files_as_said(r, d, what)
         m = re.search(r"truth burn cpu_ns=(\d+)", r.err.decode())

@@ -16,7 +16,7 @@ program's teardown.
 import os
 import signal
 
-from common import check
+from common import check, image_files
 from st_helpers import gzip_ok, prof_env, pprofs, run
 
 HELD = 16 << 20
@@ -25,7 +25,7 @@ HELD = 16 << 20
 def _one_set(ctx, d, r, what, read=True):
     """Exactly one summary line, naming run.cpu.pprof and run.heap.pprof,
     the only files; both complete; returns (cpu, heap) when read."""
-    check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "%s: PROFILE_DIR should hold one complete set "
+    check(pprofs(d) == image_files("run"), "%s: PROFILE_DIR should hold one complete set "
           "(run.cpu.pprof, run.heap.pprof); holds %s\n%s" % (what, pprofs(d), r.describe()))
     lines = r.summary_lines()
     check(len(lines) == 1 and lines[0].startswith("# profshim: wrote "),

@@ -26,7 +26,7 @@ import shutil
 import signal
 import time
 
-from common import check, indent
+from common import check, image_files, indent
 from st_helpers import prof_env, pprofs, run, start
 
 HELD = 8 << 20
@@ -88,7 +88,7 @@ def _fatal(ctx, name, mode="natural"):
           "same)\n%s" % (name, how, r.status, plain.status, r.describe()))
     check(bool(cores) == bool(plain_cores), "%s: core files without the shim %s, with it %s" % (
         name, plain_cores, cores))
-    check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "%s: PROFILE_DIR should hold run.cpu.pprof and "
+    check(pprofs(d) == image_files("run"), "%s: PROFILE_DIR should hold run.cpu.pprof and "
           "run.heap.pprof, holds %s\n%s" % (name, pprofs(d), r.describe()))
     lines = r.summary_lines()
     check(len(lines) == 1, "%s: want one summary line, got %d\n%s" % (name, len(lines), r.describe()))
@@ -212,7 +212,7 @@ def _both(ctx, argv, **kw):
 
 
 def _files_ok(ctx, d, r, what):
-    check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "%s: PROFILE_DIR holds %s\n%s" % (
+    check(pprofs(d) == image_files("run"), "%s: PROFILE_DIR holds %s\n%s" % (
         what, pprofs(d), r.describe()))
     check(len(r.summary_lines()) == 1, "%s: want one summary line\n%s" % (what, r.describe()))
     return ctx.read(os.path.join(d, "run.cpu.pprof"), r)
@@ -354,7 +354,7 @@ def test_program_takes_the_sampling_signal(ctx):
     check(r.status.is_exit(0), "under the shim the process %s\n%s" % (r.status, r.describe()))
     check("rtsig own=3 foreign=0" in r.stdout_text, "the program's SIGRTMAX-4 handler should get its own 3 "
           "raises and nothing else (without the shim: %r)\n%s" % (plain.stdout_text.strip(), r.describe()))
-    check(pprofs(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"], "PROFILE_DIR holds %s\n%s" % (pprofs(d), r.describe()))
+    check(pprofs(d) == image_files("run"), "PROFILE_DIR holds %s\n%s" % (pprofs(d), r.describe()))
     check(len(r.summary_lines()) == 1, "want one summary line\n%s" % r.describe())
     cpu = ctx.read(os.path.join(d, "run.cpu.pprof"), r)
     got = cpu.cum("rt_burn", "cpu") / 1e9

@@ -15,7 +15,7 @@ in `make bench` (tests/bench/waits.py), not here.
 
 import os
 
-from common import check, indent
+from common import KINDS, check, indent
 from st_helpers import labels, truths
 
 WAIT_TYPES = ["contentions/count", "delay/nanoseconds"]
@@ -211,7 +211,7 @@ def test_sigterm_to_blocked_threads_as_plain(ctx):
     check(r.rc == plain.rc and r.out == plain.out, "under the shim %s, without it %s\n%s" % (
         r.status_text(), plain.status_text(), r.describe()))
     check(not r.error_lines(), "the stop reported an error\n%s" % r.describe())
-    for kind in ("cpu", "heap", "wait"):
+    for kind in KINDS:
         ctx.read(os.path.join(d, "run.%s.pprof" % kind), r)
 
 
