@@ -98,7 +98,7 @@ TEST(drops_are_counted_and_a_map_is_fresh) {
   g_table.drop(2, 30);
   g_table.drop(1, 12);
   CHECK_EQ(g_table.dropped(), uint64_t(3));
-  CHECK_EQ(g_table.dropped_nanos(), uint64_t(42));
+  CHECK_EQ(g_table.dropped_weight(), uint64_t(42));
   const uint64_t a[] = {1};
   g_table.add(a, 1, 1, 1, 0, 1, 1);
   CHECK(fresh());
