@@ -92,7 +92,8 @@ $(BUILD)/jemalloc_pic.a: $(LIBDIR)/libjemalloc_pic.a Makefile | $(BUILD)/.deps-o
 	        --redefine-sym open=profshim_je_open --redefine-sym creat=profshim_je_creat --remove-section=.init_array $< $@.tmp
 	ar d $@.tmp jemalloc_cpp.pic.o
 	rm -rf $@.prof && mkdir $@.prof
-	cd $@.prof && ar x ../$(notdir $@).tmp $$(ar t ../$(notdir $@).tmp | grep '^prof')
+	cd $@.prof && m=$$(ar t ../$(notdir $@).tmp | grep '^prof') && ar x ../$(notdir $@).tmp $$m \
+	  || { echo "# profshim: error: $< has no prof*.o: a jemalloc built without profiling" >&2; exit 1; }
 	for o in $@.prof/*.o; do objcopy --rename-section profshim_alloc=profshim_heapprof $$o || exit 1; done
 	ar r $@.tmp $@.prof/*.o
 	rm -rf $@.prof

@@ -71,6 +71,12 @@ void figures(const Part*, summary::Figures* f) {
   char b[64];
   snprintf(b, sizeof b, " | waits %.2f s", double(g_delta.run_weight()) / 1e9);
   std::string said = b;
+  // Waits the full table could not keep are in no profile: said, as the
+  // CPU's dropped samples are.
+  if (uint64_t lost = waits::stats().dropped) {
+    snprintf(b, sizeof b, ", %llu dropped (the table was full)", (unsigned long long)lost);
+    said += b;
+  }
   if (go_runtime::is_go()) said += " (threads' only: goroutines waiting in Go's scheduler are not seen)";
   f->more.push_back(said);
 }

@@ -166,7 +166,9 @@ int around_exec(Find target_now, char* const argv[], char* const envp[], Call ca
   // A profiled environment handed to a program the shim cannot enter would
   // leave nothing, silently: one line says so. A warning, not an error:
   // nothing failed, the exec goes on, and the files written are whole.
-  if (t.path[0] && image::env_profiles(envp, t.path, argv0) && statically_linked(t.path)) {
+  // Not in a vfork child: the check allocates, in the parent's heap.
+  if (t.path[0] && !lifecycle::in_vfork_child() && image::env_profiles(envp, t.path, argv0) &&
+      statically_linked(t.path)) {
     std::string msg = std::string("warning: ") + t.path +
                       " is statically linked: LD_PRELOAD cannot reach it, so its image is not profiled";
     errline::line(msg.c_str());

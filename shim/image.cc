@@ -174,6 +174,11 @@ void setup(const config::Config* cfg, pid_t me) {
     clock_gettime(CLOCK_REALTIME, &now);
     g_start_s = (long long)now.tv_sec;
   }
+  // Under PROFILE_ONLY the images between are inert and pass no marker on:
+  // a chosen image cannot tell the root of the tree from a descendant (nor
+  // an exec after an inert image from the first), so none takes NAME; each
+  // writes its own stem, made unique within the session (final_stem).
+  if (cfg && !cfg->only.empty()) g_root.store(false);
   g_claimed_base[0] = 0;
   setenv(kImageVar, value(g_gen.load()).c_str(), 1);
 }

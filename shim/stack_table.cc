@@ -17,6 +17,7 @@ constexpr uint32_t kTableSize = 1u << 16;       // distinct (thread, tag, stack)
 // does: an eighth of each, so that two tables take about 12 MiB, not 50.
 constexpr uint64_t kArenaWords = 1ull << 21;    // 16 MiB of PCs
 constexpr uint32_t kMaxNames = 1u << 18;        // threads named, by serial
+constexpr uint32_t kMaxRenames = 1024;          // serials for a thread's new name (serial_now)
 uint64_t g_arena_words = kArenaWords;
 uint32_t g_max_names = kMaxNames;
 
@@ -63,7 +64,7 @@ bool Table::map(const char* what, std::string* err) {
     *err = std::string("cannot map the ") + what + " table: " + strerror(errno);
     return false;
   }
-  arena_used_ = 0, log_used_ = 0, dropped_ = 0, dropped_weight_ = 0;
+  arena_used_ = 0, log_used_ = 0, dropped_ = 0, dropped_weight_ = 0, renames_ = 0;
   return true;
 }
 
@@ -162,6 +163,9 @@ uint32_t Table::serial_now(uint32_t* serial, std::atomic<uint32_t>* serials, int
     record_name(s, tid, now);
     return s;
   }
+  if (s && (renames_.load(std::memory_order_relaxed) >= kMaxRenames ||
+            renames_.fetch_add(1, std::memory_order_relaxed) >= kMaxRenames))
+    return s;
   uint32_t next = serials->fetch_add(1, std::memory_order_relaxed) + 1;
   if (s && next >= g_max_names) return s;
   *serial = next;

@@ -62,7 +62,11 @@ class Table {
   // from *serials, named, and stored in *serial. Reading the kernel's name
   // at each sample sees every way of renaming a thread: its own prctl or
   // pthread_setname_np, another thread's, a write to
-  // /proc/self/task/TID/comm. Signal-safe.
+  // /proc/self/task/TID/comm. A table takes at most a thousand renames
+  // (each a new serial, so new entries for the same stacks): past them a
+  // thread renamed goes on under the serial it has, whose name is the one
+  // it had at its last split, and a thread renaming itself in a loop
+  // cannot fill the table the other threads need. Signal-safe.
   uint32_t serial_now(uint32_t* serial, std::atomic<uint32_t>* serials, int32_t tid);
 
   // Every published entry, in publication order. Safe while adds go on:
@@ -88,6 +92,7 @@ class Table {
   uint32_t* log_;  // entry index + 1, in the order entries were published
   std::atomic<uint64_t> arena_used_, log_used_;
   std::atomic<uint64_t> dropped_, dropped_weight_;
+  std::atomic<uint32_t> renames_;  // serials taken for a new name (serial_now)
 };
 
 }  // namespace stack_table

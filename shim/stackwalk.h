@@ -101,13 +101,15 @@ int here(uint64_t* frames, int max);
 bool room_here();
 
 // Address ranges of code that may hold locks the stop needs: the allocator
-// (jemalloc's code, section profshim_alloc) and the dynamic loader. Filled
+// (jemalloc's code, sections profshim_alloc and profshim_heapprof) and the
+// dynamic loader. Filled
 // by note_unsafe_code(). The rest of the shim's code is not among them:
 // what of it holds something the stop needs says so (Holding).
 //
 // What a program thread may hold that a stop needs, lock by lock:
 //  - jemalloc's arena, bin, extent and prof mutexes: held only by frames in
-//    profshim_alloc (jemalloc's code and the shim's malloc-family functions);
+//    profshim_alloc or profshim_heapprof (jemalloc's code and the shim's
+//    malloc-family functions);
 //    the heap profile's hooks that jemalloc calls run under such frames.
 //  - the loader's locks (dl_load_lock, dl_load_tls_lock): held inside ld.so.
 //  - libdw being loaded (symbolize_libdw.cc: a flag others wait on up to 2 s),

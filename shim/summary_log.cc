@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "errline.h"
@@ -21,11 +22,18 @@ bool append(const char* text) {
   if (!g_path[0]) return false;
   char buf[errline::kLineMax];
   size_t len = errline::format(text, buf);
-  int fd = fsroot::open(g_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0644);
+  // A regular file only, as the profiles: a FIFO put there would hold the
+  // stop in open() (O_NONBLOCK: it fails at once without a reader, and a
+  // FIFO with one is refused below), and a symbolic link could send the
+  // lines anywhere the program may write.
+  int fd = fsroot::open(g_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK, 0644);
   if (fd < 0) return false;
+  struct stat st;
   // Whole or not at all: past RLIMIT_FSIZE a part would be a torn line
-  // (and the write that crosses it a SIGXFSZ).
-  bool ok = sys::fsize_room(fd) >= len && write(fd, buf, len) == ssize_t(len);
+  // (and the write that crosses it a SIGXFSZ). The raw write: the shim's
+  // own wrapper of write() would time it as the program's wait.
+  bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && sys::fsize_room(fd) >= len &&
+            sys::write_all(fd, buf, len);
   close(fd);
   return ok;
 }

@@ -11,7 +11,7 @@ machine where python3 is pyenv's shim, a bash script, the chain is longer).
 import os
 
 from cli_helpers import profshim
-from common import check, files_in, indent
+from common import check, files_in, image_files, indent
 
 CHAIN = ["sh", "-c", "exec env python3 -c pass"]
 ERROR_PREFIX = "# profshim: error: "
@@ -19,6 +19,11 @@ ERROR_PREFIX = "# profshim: error: "
 
 def _profiles(d):
     return sorted(f for f in files_in(d) if f.endswith(".pprof"))
+
+
+def _stems(d):
+    """The stems of the images that wrote into d (what precedes .KIND.pprof)."""
+    return sorted({f.rsplit(".", 2)[0] for f in _profiles(d)})
 
 
 def test_run_prints_one_summary_line(ctx):
@@ -47,9 +52,10 @@ def test_only_profiles_the_named_program(ctx):
     d = ctx.mkdtemp("prof")
     r = profshim(ctx, ["run", "-d", d, "--only", "python3", "--"] + CHAIN)
     check(r.rc == 0, "profshim run --only python3: %s\n%s" % (r.status_text(), r.describe()))
-    check(_profiles(d) == ["run.cpu.pprof", "run.heap.pprof", "run.wait.pprof"],
-          "PROFILE_ONLY=python3: only python3's image should write, as the run's NAME; dir holds %s\n%s" % (
-              _profiles(d), r.describe()))
+    stems = _stems(d)
+    check(len(stems) == 1 and "python3" in stems[0] and _profiles(d) == image_files(stems[0]),
+          "PROFILE_ONLY=python3: only python3's image should write, under its own stem (no image takes "
+          "NAME under PROFILE_ONLY); dir holds %s\n%s" % (_profiles(d), r.describe()))
     lines = r.shim_lines()
     check(len(lines) == 1 and lines[0].endswith("python3 -c pass"), "one line, python3's:\n%s" % r.describe())
 
@@ -61,8 +67,27 @@ def test_only_leaves_other_programs_inert(ctx):
           r.describe())
     check(os.listdir(d) == [], "an image PROFILE_ONLY does not name wrote %s" % os.listdir(d))
     r = ctx.run(["hello"], PROFILE_DIR=d, PROFILE_ONLY="cc1plus,hello")
-    check(r.rc == 0 and "run.cpu.pprof" in _profiles(d), "PROFILE_ONLY=cc1plus,hello: hello is profiled\n%s" %
-          r.describe())
+    check(r.rc == 0 and any(f.startswith("run.hello.") for f in _profiles(d)),
+          "PROFILE_ONLY=cc1plus,hello: hello is profiled\n%s" % r.describe())
+
+
+def test_picked_images_of_one_tree_keep_their_own_files(ctx):
+    """Three runs of the picked program under an inert shell, then one that
+    a picked image reaches through an inert exec (same pid): every picked
+    image's files are there, none replaced by the next one's. Before, each
+    took the run's NAME, as no inert image between passed the tree's marker
+    on: one set of files was left of three."""
+    hello = ctx.workload("hello")
+    d = ctx.mkdtemp("prof")
+    r = ctx.run(["/bin/sh", "-c", "%s; %s; %s" % (hello, hello, hello)], PROFILE_DIR=d, PROFILE_ONLY="hello")
+    check(r.rc == 0 and len(_stems(d)) == 3 and len(r.shim_lines()) == 3,
+          "three images of hello under an inert sh: want three stems, got %s\n%s" % (_stems(d), r.describe()))
+    # A picked shell execs env (inert), which execs a picked shell, under one pid.
+    d = ctx.mkdtemp("prof")
+    r = ctx.run(["/bin/sh", "-c", "exec env sh -c 'exec env sh -c :'"], PROFILE_DIR=d, PROFILE_ONLY="sh,dash")
+    check(r.rc == 0 and len(_stems(d)) == 3 and len(r.shim_lines()) == 3,
+          "three picked shells of one pid, an inert env between each: want three stems, got %s\n%s" % (
+              _stems(d), r.describe()))
 
 
 def test_malformed_only_and_log_are_setup_errors(ctx):

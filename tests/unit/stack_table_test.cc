@@ -5,6 +5,10 @@
 #include "check.h"
 #include "stack_table.h"
 
+#include <stdio.h>
+#include <sys/prctl.h>
+
+#include <atomic>
 #include <vector>
 
 namespace {
@@ -113,4 +117,31 @@ TEST(thread_names_by_serial) {
   g_table.record_name(0, 1, "none");                         // serial 0 is no thread's
   CHECK_EQ(g_table.name(0), std::string());
   CHECK_EQ(g_table.name(4), std::string());
+}
+
+// A thread's new name is a new serial, so new entries for the same stacks:
+// one that renames itself in a loop would fill the table every thread
+// shares. Past a thousand renames in a table it keeps the serial it has.
+TEST(renames_are_bounded) {
+  CHECK(fresh());
+  std::atomic<uint32_t> serials{0};
+  uint32_t serial = 0;
+  char was[16] = {0};
+  prctl(PR_GET_NAME, was, 0, 0, 0);
+  uint32_t first = g_table.serial_now(&serial, &serials, 7);
+  CHECK(first != 0);
+  CHECK_EQ(g_table.serial_now(&serial, &serials, 7), first);  // the same name: the same serial
+  uint32_t last = first, changes = 0;
+  for (int i = 0; i < 3000; ++i) {
+    char name[16];
+    snprintf(name, sizeof name, "task-%d", i);
+    prctl(PR_SET_NAME, name, 0, 0, 0);
+    uint32_t now = g_table.serial_now(&serial, &serials, 7);
+    if (now != last) ++changes, last = now;
+  }
+  prctl(PR_SET_NAME, was, 0, 0, 0);
+  CHECK(changes >= 1000 && changes <= 1024);
+  CHECK_EQ(g_table.name(first), std::string(was));
+  // What it went on under keeps the name it had when it took that serial.
+  CHECK(g_table.name(last).rfind("task-", 0) == 0);
 }
