@@ -5,7 +5,8 @@ graphs and per-thread tables (report).
 
 Each sample becomes (frames, values, labels): frames leaf first, inlined
 functions as frames of their own (a Location's lines, innermost first, as
-pprof shows them), each frame (function name, file, line); values one per
+pprof shows them), each frame (function name, file, line), an inlined
+call's name marked " (inline)" as pprof marks it; values one per
 sample type; labels {key: text}. The profile's drop_frames is applied as
 pprof applies it (profile/prune.go): from the root toward the leaf, past
 the first frame that does not match, the first that does is cut with all
@@ -127,23 +128,26 @@ def read(path):
         # A location without lines is named as pprof names it: [its
         # mapping's file name], else its address.
         fname = string(mappings.get(mapping, 0)).rsplit("/", 1)[-1]
-        fr = [] if lines else [("[%s]" % fname if fname else "0x%x" % address, "", 0)]
-        for ln in lines:
+        fr = [] if lines else [("[%s]" % fname if fname else "0x%x" % address, "", 0, False)]
+        for i, ln in enumerate(lines):
             name, fname = functions.get(ln.get(1, [0])[0], (0, 0))
-            fr.append((string(name), string(fname), ln.get(2, [0])[0]))
+            # All but a location's last line are inlined calls: pprof names
+            # those "f (inline)", a node apart from f's own.
+            fr.append((string(name), string(fname), ln.get(2, [0])[0], i < len(lines) - 1))
         frames_of[lid] = fr
     dropper = _dropper(string(drop))
     for span in raw_samples:
         m = _message(data, span, {1: "ints", 2: "ints", 3: "span"})
         frames = []
         for lid in m.get(1, []):
-            frames.extend(frames_of.get(lid) or [("?", "", 0)])
+            frames.extend(frames_of.get(lid) or [("?", "", 0, False)])
         labels = {}
         for lab in m.get(3, []):
             lm = _message(data, lab, {1: "int", 2: "int"})
             if lm.get(2):
                 labels[string(lm[1][0])] = string(lm[2][0])
-        p.samples.append(Sample(dropper(frames), m.get(2, []), labels))
+        kept = [(f[0] + " (inline)" if f[3] else f[0], f[1], f[2]) for f in dropper(frames)]
+        p.samples.append(Sample(kept, m.get(2, []), labels))
     return p
 
 
