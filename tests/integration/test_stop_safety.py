@@ -267,8 +267,8 @@ class Throttle:
                 time.sleep(0.05)
 
 
-def _slow_argv(how, status=3, throttle=None, extra=()):
-    argv = ["stop_safety", "slow", "10", how, str(status)] + list(extra)
+def _slow_argv(how, status=3, throttle=None, extra=(), n=10):
+    argv = ["stop_safety", "slow", str(n), how, str(status)] + list(extra)
     if throttle:
         argv.append(throttle.arg())
     return argv
@@ -358,14 +358,17 @@ def test_timeout_waited_once(ctx):
     fallback used to start a second full wait: 8 s), on every stop path; the
     status is the plain run's. (Once the timeout line is out, the throttle
     is lifted: the process's own teardown is not what is measured.) The
-    quota is 1 ms in 500 ms: at 1 ms in 200 ms the stop, whose names are
-    cut at a share of the budget so that it ends in time, once ended at
-    4.1 s with its files, before the watchdog (throttled too) said it gave
-    up."""
-    th = Throttle(ctx, period_us=500000)
+    quota is 1 ms a second and the heap profile has 2^14 stacks: the stop
+    cuts its names at a share of the budget so as to end in time, and with
+    2^10 stacks at 1 ms in 200 ms (and once in 500) the rest of its work
+    ended at 3.2-5.3 s with its files, before the watchdog, throttled too,
+    said it gave up."""
+    th = Throttle(ctx, period_us=1000000)
     try:
         for how in ("exit", "return", "_exit", "term"):
-            argv = _slow_argv(how, throttle=th)
+            # 2^14 stacks: the heap profile alone is more than the throttle
+            # lets a stop do in 4 s, names or none.
+            argv = _slow_argv(how, throttle=th, n=14)
             plain = run(ctx, argv)
             d = ctx.mkdtemp("prof")
             th.arm()
