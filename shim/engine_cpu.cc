@@ -8,7 +8,6 @@
 #include "engine_table.h"
 #include "sampler.h"
 #include "sandbox.h"
-#include "stackwalk.h"
 
 namespace engine {
 namespace {
@@ -19,14 +18,18 @@ TableDelta g_delta;  // zero-initialised: no dynamic initialiser (DESIGN "Global
 // (docs/CONTRACT.md, labels): a sample in the heap profile's own code, or,
 // while jemalloc serves the program (the heap is profiled), in the
 // allocator inside the shim. -tagignore=profshim=heap-profiling.
-void dress(const stack_table::Stack& st, const Self& self, Sample* s) {
+// Reads s->addrs, already looked up and stripped of the shim's own frames
+// only: the allocator's and the heap profile's are kept there (Self).
+void dress(const stack_table::Stack&, const Self& self, Sample* s) {
   const char* shims = nullptr;
-  for (uint32_t i = 0; i < st.depth && !shims; ++i) {
-    uint64_t addr = stackwalk::lookup_addr(st.pcs[i]);
-    if (self.in_heap_profiling(addr)) shims = "heap-profiling";
+  bool jemalloc = alloc_choice::jemalloc();
+  for (uint64_t addr : s->addrs) {
+    if (self.in_heap_profiling(addr)) {
+      shims = "heap-profiling";
+      break;
+    }
+    if (jemalloc && !shims && self.in_alloc(addr)) shims = "allocator";
   }
-  for (uint32_t i = 0; i < st.depth && !shims && alloc_choice::jemalloc(); ++i)
-    if (self.in_alloc(stackwalk::lookup_addr(st.pcs[i]))) shims = "allocator";
   if (!shims) return;
   pprof::Label l;
   l.key = "profshim", l.str = shims;
