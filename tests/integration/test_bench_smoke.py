@@ -118,7 +118,12 @@ def test_bench_smoke(ctx):
     check(len(acc) == 1 and len(acc[0]) == 2, "expected the accuracy table with 2 rows%s" % ctxmsg)
     for r in acc[0]:
         ratio = cell(r[4], "accuracy ratio " + r[0])[0]
-        check(0.3 < ratio < 1.5, "accuracy ratio %.2f for %s is not sane%s" % (ratio, r[0], ctxmsg))
+        # A peer's accuracy is what the bench reports, not something this
+        # harness test can hold it to: gperftools' process-wide ITIMER_PROF
+        # loses signals on a busy machine (0.28 seen at load 13). Ours is
+        # held to its own accuracy tests; here only a sane figure.
+        low = 0.3 if r[0].startswith("profshim") else 0.0
+        check(low < ratio < 1.5, "accuracy ratio %.2f for %s is not sane%s" % (ratio, r[0], ctxmsg))
 
     micro = [rows for header, rows in tabs if header == MICRO_COLUMNS]
     check(len(micro) == 1, "expected the threads/signal API table%s" % ctxmsg)
