@@ -90,6 +90,7 @@ struct FuncSym {
 struct ModInfo {
   std::string path;       // as in maps (may end in " (deleted)")
   bool vdso = false;
+  bool shim_itself = false;  // the shim's library: named by symbols, its DWARF never read
   uint64_t low = 0, high = 0;
   uint64_t map_start = 0, map_end = 0;  // its first mapping, for /proc/self/map_files
   std::string build_id;   // raw bytes read from memory; empty if unknown
