@@ -165,9 +165,9 @@ bool pad_to(int fd, uint64_t* pos, uint64_t align) {
 // elf_compress + elf_update held every inflated section at once: 10 MiB of
 // libc6-dbg's, 30 MiB of python3.11-dbg's, all of it in the peak RSS of the
 // program stopping). Sections go in their file order, each at its
-// alignment; the section headers last. A program header keeps its place
-// relative to the section it lies in (a debug file's are copies of the
-// binary's, read only for the build-ID note). 1 when written, 0 when the
+// alignment and never before its place in the original; the section
+// headers last. A program header keeps its place relative to the section
+// it lies in. 1 when written, 0 when the
 // file is not one this knows (then libelf makes the copy), -1 on failure.
 int stream_copy(int in, int out) {
   Elf64_Ehdr eh;
@@ -198,6 +198,15 @@ int stream_copy(int in, int out) {
     if (z && (s.sh_size < sizeof ch || !pread_all(in, &ch, sizeof ch, s.sh_offset))) return -1;
     if (z && ch.ch_type != ELFCOMPRESS_ZLIB) return 0;
     if (!pad_to(out, &pos, z ? ch.ch_addralign : s.sh_addralign)) return -1;
+    // Never before its place in the file: what precedes the first inflated
+    // section (a binary's loaded code and data) stays where its program
+    // headers say.
+    while (pos < s.sh_offset) {
+      static const char zeros[4096] = {};
+      const size_t k = size_t(std::min<uint64_t>(s.sh_offset - pos, sizeof zeros));
+      if (!write_all(out, zeros, k)) return -1;
+      pos += k;
+    }
     n.sh_offset = pos;
     if (s.sh_type == SHT_NOBITS) continue;
     if (z) {
