@@ -342,28 +342,6 @@ bool Session::Impl::cacheable(int m) const {
   return mi.vdso || (heads[m] && heads[m]->start == mi.low);
 }
 
-void Coverage::add(const Result& r) {
-  ++locations;
-  go_tables += r.go_tables;
-  if (r.frames.empty()) return;
-  ++functions;
-  bool files = true, lines = true;
-  for (const auto& f : r.frames) {
-    files = files && !f.file.empty();
-    lines = lines && f.line > 0;
-  }
-  filenames += files;
-  line_numbers += lines;
-  inline_frames += r.inlines_known;
-}
-
-void Coverage::apply(pprof::Mapping* m) const {
-  m->has_functions = locations && (functions == locations || go_tables);
-  m->has_filenames = locations && filenames == locations;
-  m->has_line_numbers = locations && line_numbers == locations;
-  m->has_inline_frames = locations && inline_frames == locations;
-}
-
 Session::Session(const std::string& maps_text, bool with_unloaded, const std::string& profile_dir)
     : Session(procmaps::parse(maps_text), with_unloaded, profile_dir) {}
 
