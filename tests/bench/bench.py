@@ -123,13 +123,14 @@ MISSES = """### Why targets are missed, and what it would take
    reads the header of every compile unit to find one (libc6-dbg's
    `.debug_info`: 4,126 units on 933 of its 1,414 pages, and the kernel maps
    the rest around each fault), ~6 MiB of the copy's pages and ~3 MiB of
-   libdw's tables for any stop that names a libc address not yet cached;
-   python3.11's own DWARF ~25 MiB. Peak RSS, medians of 3
+   libdw's tables for any stop that names a libc address not yet cached; a
+   libpython built `-g` ~25 MiB. Peak RSS, medians of 3
    (`tests/bench/stopmem.py`, 2026-12-02), inert → active, before → after the
    stop was bounded module by module: `xz -6` 32.7 → 56.3 → 45.3 MiB, probe
-   16.7 → 40.8 → 30.1, cgo Go 77.1 → 111.6 → 93.0, `python3 -c` 14.1 → 62.6
-   → 42–46; of the rest, the run adds 1–5 MiB (jemalloc's profiling, the
-   tables), the stop 11 MiB (25–28 on python). The target is now
+   16.7 → 40.8 → 30.1, cgo Go 77.1 → 111.6 → 93.0, Debian's `python3 -c`
+   10.1 → 37.2 → 22.5 (pyenv's, libpython `-g`: 14.1 → 62.6 → 42–46); of
+   the rest, the run adds 1–5 MiB (jemalloc's profiling, the tables), the
+   stop 10–11 MiB (25–28 with libpython's DWARF). The target is now
    `active ≤ inert + 8 MiB` (what profiling adds, not what preloading
    does). With `/usr/lib/debug` hidden (before this work): probe stop 45 → 4 ms
    and peak RSS 38.9 → 22.6 MB; `python3 -c pass` stop 150 → 3 ms, RSS 75 →

@@ -64,7 +64,7 @@ def workloads(tmp, only):
             f.write(" ".join(rnd.choice(words) for _ in range(12)) + " %d\n" % rnd.randint(0, 99999))
     wls = [("xz", ["/usr/bin/xz", "-6", "-T1", "-c", text]),
            ("probe", [cc("probe.c", os.path.join(tmp, "probe")), "2", "300", "20000"]),
-           ("python", [shutil.which("python3") or "/usr/bin/python3", "-c",
+           ("python", ["/usr/bin/python3", "-c",
                        "import json; print(sum(len(json.dumps(list(range(i)))) for i in range(3000)))"])]
     go = shutil.which("go")
     if go and (not only or "go-cgo" in only):
