@@ -337,6 +337,9 @@ void run(Context& ctx) {
   atomic_file::stop_writes();
   summary::Figures f;
   f.hz = cfg.cpu_hz;
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  f.peak_rss_before_stop_bytes = uint64_t(ru.ru_maxrss) * 1024;
   // The CPU profiler stops first so the stop's own work is not in it; heap
   // sampling stops before the shim allocates anything for the stop.
   int n = 0;
@@ -373,7 +376,6 @@ void run(Context& ctx) {
     all[i]->figures(mine, &f);
   }
   snapshot::at_stop(set.part("heap"), &f);
-  struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   f.peak_rss_bytes = uint64_t(ru.ru_maxrss) * 1024;
   f.wall_s = double(ctx.stop_mono_ns - ctx.start_mono_ns) / 1e9;

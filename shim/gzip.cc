@@ -1,4 +1,5 @@
-// gzip: wraps a byte buffer in one gzip member with zlib (see gzip.h).
+// gzip: wraps a byte buffer in one gzip member with zlib (see gzip.h), and
+// inflates a zlib stream from file to file (a compressed debug section).
 // Not signal-safe: zlib and std::string allocate.
 #include "gzip.h"
 #include "fsroot.h"
@@ -11,7 +12,10 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <errno.h>
+
 #include <algorithm>
+#include <memory>
 
 namespace gzip {
 
@@ -26,6 +30,11 @@ struct Zlib {
   int (*deflateEnd)(z_streamp);
   uLong (*deflateBound)(z_streamp, uLong);
   int (*deflateSetHeader)(z_streamp, gz_headerp);
+  // For inflate_file (a compressed debug section); optional: without them
+  // only that is refused.
+  int (*inflateInit_)(z_streamp, const char*, int);
+  int (*inflate)(z_streamp, int);
+  int (*inflateEnd)(z_streamp);
 };
 Zlib g_z;
 bool g_loaded = false;
@@ -89,6 +98,9 @@ bool load(std::string* err) {
   z.deflateEnd = reinterpret_cast<decltype(z.deflateEnd)>(dlsym(h, "deflateEnd"));
   z.deflateBound = reinterpret_cast<decltype(z.deflateBound)>(dlsym(h, "deflateBound"));
   z.deflateSetHeader = reinterpret_cast<decltype(z.deflateSetHeader)>(dlsym(h, "deflateSetHeader"));
+  z.inflateInit_ = reinterpret_cast<decltype(z.inflateInit_)>(dlsym(h, "inflateInit_"));
+  z.inflate = reinterpret_cast<decltype(z.inflate)>(dlsym(h, "inflate"));
+  z.inflateEnd = reinterpret_cast<decltype(z.inflateEnd)>(dlsym(h, "inflateEnd"));
   if (!z.deflateInit2_ || !z.deflate || !z.deflateEnd || !z.deflateBound || !z.deflateSetHeader) {
     if (err) *err = "libz.so.1 lacks deflateInit2_, deflate, deflateEnd, deflateBound or deflateSetHeader";
     dlclose(h);
@@ -164,6 +176,50 @@ std::string header_comment(const std::string& path) {
   while (at < size_t(n) && b[at] != 0) ++at;
   if (at >= size_t(n)) return "";  // no end within the first 4 KiB
   return std::string(reinterpret_cast<char*>(b + start), at - start);
+}
+
+// A step at a time both ways (64 KiB in, 64 KiB out), so a section of any
+// size costs the stop 128 KiB of memory, not its inflated size.
+bool inflate_file(int in, uint64_t off, uint64_t len, int out, uint64_t want) {
+  if (!g_loaded || !g_z.inflateInit_ || !g_z.inflate || !g_z.inflateEnd) return false;
+  z_stream zs{};
+  zs.zalloc = [](voidpf, uInt n, uInt size) -> voidpf { return calloc(n, size); };
+  zs.zfree = [](voidpf, voidpf p) { free(p); };
+  if (g_z.inflateInit_(&zs, ZLIB_VERSION, int(sizeof zs)) != Z_OK) return false;
+  constexpr size_t kChunk = 64 * 1024;
+  std::unique_ptr<unsigned char[]> ibuf(new unsigned char[kChunk]), obuf(new unsigned char[kChunk]);
+  uint64_t done_in = 0, done_out = 0;
+  int rc = Z_OK;
+  while (rc != Z_STREAM_END) {
+    if (zs.avail_in == 0) {
+      if (done_in == len) break;  // the input ended before the stream did
+      const size_t want_in = size_t(std::min<uint64_t>(kChunk, len - done_in));
+      ssize_t n = pread(in, ibuf.get(), want_in, off_t(off + done_in));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      done_in += uint64_t(n);
+      zs.next_in = ibuf.get();
+      zs.avail_in = uInt(n);
+    }
+    zs.next_out = obuf.get();
+    zs.avail_out = uInt(kChunk);
+    rc = g_z.inflate(&zs, Z_NO_FLUSH);
+    if (rc != Z_OK && rc != Z_STREAM_END) break;
+    const size_t got = kChunk - zs.avail_out;
+    if (got > want - done_out) break;  // more than the header said
+    for (size_t w = 0; w < got;) {
+      ssize_t n = write(out, obuf.get() + w, got - w);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        g_z.inflateEnd(&zs);
+        return false;
+      }
+      w += size_t(n);
+    }
+    done_out += got;
+  }
+  g_z.inflateEnd(&zs);
+  return rc == Z_STREAM_END && done_out == want;
 }
 
 }  // namespace gzip

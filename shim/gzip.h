@@ -1,5 +1,7 @@
 // gzip: zlib gzip framing of a byte buffer. Knows nothing of files or protobuf.
 #pragma once
+#include <stdint.h>
+
 #include <string>
 
 namespace gzip {
@@ -19,4 +21,9 @@ bool compress(const std::string& in, std::string* out, std::string* err, const s
 // a regular gzip file. Reads the first 4 KiB only, never blocks (a FIFO is
 // not opened for reading), follows no symbolic link.
 std::string header_comment(const std::string& path);
+
+// Inflates the zlib stream at [off, off + len) of file in, appending it to
+// out (at its file position): true when the stream ended there and made
+// exactly `want` bytes. Memory: two 64 KiB buffers and zlib's window.
+bool inflate_file(int in, uint64_t off, uint64_t len, int out, uint64_t want);
 }  // namespace gzip

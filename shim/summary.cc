@@ -64,7 +64,9 @@ std::string format(const Figures& f) {
     s += ", " + secs(gap > 0 ? gap : 0) + " s of it not in the profile (nor is any cpu after the stop)";
   }
   snprintf(b, sizeof b, " | wall %.2f s | peak rss ", f.wall_s);
-  s += b + mib(f.peak_rss_bytes) + " | heap in use " + mib(f.heap_inuse_bytes);
+  s += b + mib(f.peak_rss_bytes);
+  if (f.peak_rss_before_stop_bytes) s += " (" + mib(f.peak_rss_before_stop_bytes) + " before the stop)";
+  s += " | heap in use " + mib(f.heap_inuse_bytes);
   if (!f.heap_seen) s += " (the program's own malloc serves it: heap not profiled)";
   if (f.go) s += " (C's malloc only: Go's own heap is not seen)";
   for (const auto& m : f.more) s += m;

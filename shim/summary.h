@@ -27,6 +27,9 @@ struct Figures {
   double cpu_to_stop_s = 0;
   double wall_s = 0;               // from the shim's load to the stop
   uint64_t peak_rss_bytes = 0;
+  // ru_maxrss as the stop began: what the stop itself added to the peak is
+  // the difference (a service near its memory limit asks); 0: not known.
+  uint64_t peak_rss_before_stop_bytes = 0;
   uint64_t heap_inuse_bytes = 0;   // the heap profile's inuse_space total
   bool heap_seen = true;           // false: the program's malloc is not ours
   bool go = false;                 // a Go program: its own heap and scheduler are not seen

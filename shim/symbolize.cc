@@ -62,7 +62,8 @@ struct Session::Impl {
   std::vector<Coverage> coverage;      // per mapping, of the addresses looked up
   std::vector<ExecRange> exec;  // sorted by start
   Dwfl_Callbacks callbacks{};
-  Dwfl* dwfl = nullptr;
+  Dwfl* dwfl = nullptr;  // holds one module at a time: dwfl_mod
+  int dwfl_mod = -1;
   internal::Names names;
   std::unordered_map<uint64_t, Result> cache;
   cache::Store store;     // the symbol cache of the session's images
@@ -87,7 +88,8 @@ struct Session::Impl {
   void build_mappings();
   void add_unloaded();
   int place(const pprof::Mapping& m);
-  void open_dwfl();
+  void open_dwfl(int m);
+  void release();
   bool cacheable(int m) const;
   int mapping_of(uint64_t pc) const;
   bool mapped_by_same_file(int live, const pprof::Mapping& was) const;
@@ -198,26 +200,48 @@ void Session::Impl::add_unloaded() {
 }
 
 // Without libdw the session still describes mappings; lookups then give
-// each address its mapping and no frames.
-void Session::Impl::open_dwfl() {
-  if (dwfl_tried) return;
-  dwfl_tried = true;
-  std::string err;
-  if (!load_libdw(&err)) {
-    error = err;  // said once, in the line
-    return;
+// each address its mapping and no frames. libdwfl is given one module at a
+// time (lookup() asks in address order, so each module's addresses come
+// together): the files it maps and the DWARF it reads are released before
+// the next module's, and the stop's peak RSS is its largest module's, not
+// the sum of all (libc's debug file and a Go binary's DWARF: 8 MiB each).
+void Session::Impl::open_dwfl(int m) {
+  if (dwfl && dwfl_mod == m) return;
+  release();
+  if (!dwfl_tried) {
+    dwfl_tried = true;
+    std::string err;
+    if (!load_libdw(&err)) error = err;  // said once, in the line
+    internal::fill_callbacks(&callbacks);
   }
-  internal::fill_callbacks(&callbacks);
+  if (!error.empty()) return;
   dwfl = dw().dwfl_begin(&callbacks);
   if (!dwfl) return;
+  dwfl_mod = m;
   dw().dwfl_report_begin(dwfl);
-  for (auto& m : mods) {
-    Dwfl_Module* mod = dw().dwfl_report_module(dwfl, m->path.c_str(), m->low, m->high);
-    void** userdata = nullptr;
-    if (mod) dw().dwfl_module_info(mod, &userdata, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
-    if (userdata) *userdata = m.get();
-  }
+  ModInfo* mi = mods[m].get();
+  Dwfl_Module* mod = dw().dwfl_report_module(dwfl, mi->path.c_str(), mi->low, mi->high);
+  void** userdata = nullptr;
+  if (mod) dw().dwfl_module_info(mod, &userdata, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
+  if (userdata) *userdata = mi;
   dw().dwfl_report_end(dwfl, nullptr, nullptr);
+}
+
+// The open module's files and DWARF go; what outlives them is kept: its
+// symbols (their names copied out of the file's string table, for the
+// symbol cache's table and later lookups) and whether DWARF was found.
+void Session::Impl::release() {
+  if (!dwfl) return;
+  ModInfo* mi = mods[dwfl_mod].get();
+  if (mi->syms_loaded && !mi->syms_from_table) internal::own_symbol_names(mi);
+  if (mi->dwarf.tried) {
+    mi->dwarf_looked = true;
+    mi->dwarf_found = mi->dwarf_found || mi->dwarf.dw != nullptr;
+  }
+  mi->dwarf = internal::DwarfState();
+  dw().dwfl_end(dwfl);
+  dwfl = nullptr;
+  dwfl_mod = -1;
 }
 
 int Session::Impl::mapping_of(uint64_t pc) const {
@@ -290,12 +314,13 @@ Result Session::Impl::resolve(uint64_t pc) {
     store.add(m, rel, r);
     return r;
   }
-  open_dwfl();
+  open_dwfl(m);
   if (!dwfl) return r;
   Dwfl_Module* mod = dw().dwfl_addrmodule(dwfl, pc);
   void** userdata = nullptr;
   if (mod) dw().dwfl_module_info(mod, &userdata, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
   ModInfo* mi = userdata ? static_cast<ModInfo*>(*userdata) : nullptr;
+  if (mi && mi->shim_itself) mi->dwarf.tried = true;  // no DWARF read: its symbols name it
   if (mi) r.inlines_known = internal::module_frames(mod, mi, pc, &names, &r.frames);
   if (mi == mods[m].get()) ghc::name_frames(*mi, lines, heads[m], &ghc[m], &r.frames);
   store.note_lookup();
@@ -317,28 +342,6 @@ bool Session::Impl::cacheable(int m) const {
   return mi.vdso || (heads[m] && heads[m]->start == mi.low);
 }
 
-void Coverage::add(const Result& r) {
-  ++locations;
-  go_tables += r.go_tables;
-  if (r.frames.empty()) return;
-  ++functions;
-  bool files = true, lines = true;
-  for (const auto& f : r.frames) {
-    files = files && !f.file.empty();
-    lines = lines && f.line > 0;
-  }
-  filenames += files;
-  line_numbers += lines;
-  inline_frames += r.inlines_known;
-}
-
-void Coverage::apply(pprof::Mapping* m) const {
-  m->has_functions = locations && (functions == locations || go_tables);
-  m->has_filenames = locations && filenames == locations;
-  m->has_line_numbers = locations && line_numbers == locations;
-  m->has_inline_frames = locations && inline_frames == locations;
-}
-
 Session::Session(const std::string& maps_text, bool with_unloaded, const std::string& profile_dir)
     : Session(procmaps::parse(maps_text), with_unloaded, profile_dir) {}
 
@@ -349,11 +352,18 @@ Session::Session(std::vector<procmaps::Line> lines, bool with_unloaded, const st
   impl_->ghc.assign(impl_->mods.size(), -1);
   for (auto& m : impl_->mods) m->profile_dir = profile_dir;
   impl_->build_mappings();
+  // The shim's own frames (the allocator's wrappers at the top of a heap
+  // stack, the thread trampoline at the bottom) are named by its symbol
+  // table: its DWARF (-g, 9 MiB of .debug_info) cost the stop 4 MiB of peak
+  // RSS for a few names, and its lines are of no use to the program's owner.
+  const uint64_t self = reinterpret_cast<uint64_t>(&load_libdw);
+  for (auto& m : impl_->mods)
+    m->shim_itself = self >= m->low && self < m->high && m->path != impl_->exe_path;
   if (with_unloaded) impl_->add_unloaded();
 }
 
 Session::~Session() {
-  if (impl_->dwfl) dw().dwfl_end(impl_->dwfl);  // before the [vdso] copy it reads goes
+  impl_->release();  // before the [vdso] copy it reads goes
   delete impl_;
 }
 
@@ -361,9 +371,16 @@ size_t Session::lookup(const std::vector<uint64_t>& addrs, std::vector<Result>* 
   out->clear();
   out->reserve(addrs.size());
   size_t skipped = 0;
-  for (uint64_t a : addrs) {
+  // In address order, so that each module's addresses come together
+  // (open_dwfl says why).
+  std::vector<uint64_t> todo;
+  for (uint64_t a : addrs)
+    if (!impl_->cache.count(a)) todo.push_back(a);
+  std::sort(todo.begin(), todo.end());
+  todo.erase(std::unique(todo.begin(), todo.end()), todo.end());
+  for (uint64_t a : todo) {
     auto it = impl_->cache.find(a);
-    if (it == impl_->cache.end()) {
+    {
       // Past the budget, an address keeps its mapping and gets no frames:
       // the numbers never wait on names (a module's DWARF can take seconds
       // to load; the check is between addresses, so one load may overrun).
@@ -380,8 +397,9 @@ size_t Session::lookup(const std::vector<uint64_t>& addrs, std::vector<Result>* 
         impl_->coverage[it->second.mapping].apply(&impl_->mappings[it->second.mapping]);
       }
     }
-    out->push_back(it->second);
   }
+  impl_->release();
+  for (uint64_t a : addrs) out->push_back(impl_->cache.find(a)->second);
   return skipped;
 }
 

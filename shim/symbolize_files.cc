@@ -104,6 +104,21 @@ int find_elf(Dwfl_Module*, void** userdata, const char*, Dwarf_Addr, char** file
     close(fd);
     return -1;
   }
+  // A binary that carries its DWARF compressed (Go's, one built -gz):
+  // libdw would inflate all of it into the stop's memory (6 MiB for a small
+  // cgo program); its inflated copy in the symbol cache is mapped instead,
+  // and only the pages read count.
+  const int was = fd;
+  fd = use_inflated(fd, mi);
+  if (fd != was) {
+    dw().elf_end(elf);
+    elf = dw().elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+    if (!elf || !same_build_id(elf, mi->build_id)) {
+      if (elf) dw().elf_end(elf);
+      close(fd);
+      return -1;
+    }
+  }
   *elfp = elf;
   *file_name = strdup(name.c_str());
   return fd;

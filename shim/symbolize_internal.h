@@ -90,6 +90,7 @@ struct FuncSym {
 struct ModInfo {
   std::string path;       // as in maps (may end in " (deleted)")
   bool vdso = false;
+  bool shim_itself = false;  // the shim's library: named by symbols, its DWARF never read
   uint64_t low = 0, high = 0;
   uint64_t map_start = 0, map_end = 0;  // its first mapping, for /proc/self/map_files
   std::string build_id;   // raw bytes read from memory; empty if unknown
@@ -103,6 +104,9 @@ struct ModInfo {
   bool table_dwarf = false;
   std::string table_names;
   DwarfState dwarf;
+  // Once the module's files were released (Session's release): whether its
+  // DWARF was looked for, and found (dwarf is then empty again).
+  bool dwarf_looked = false, dwarf_found = false;
   // The files libdw's callbacks opened or looked for, for the symbol cache;
   // false when one could not be opened for a reason that may pass (no
   // descriptor left, say): then what was found is not kept.
@@ -180,6 +184,9 @@ bool table_names_it(const std::string& dir, ModInfo* mi);
 // If so, *r gets pc's frames from it, and true (the caller keeps them in
 // store once it has named them as their language does).
 bool name_from_table(cache::Store* store, ModInfo* mi, uint64_t pc, Names* names, Result* r);
+// mi's symbol names copied into mi->table_names, before libdw's string
+// table they point into goes.
+void own_symbol_names(ModInfo* mi);
 // Writes mi's table, loaded through libdw and its DWARF looked for, to dir.
 std::string table_to_cache(const std::string& dir, uint64_t base, const ModInfo& mi);
 

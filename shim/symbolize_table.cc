@@ -40,7 +40,7 @@ std::string encode_table(const ModInfo& mi, uint64_t base) {
   std::string out(kMagic, sizeof kMagic), names;
   wire::put32(&out, static_cast<uint32_t>(mi.build_id.size()));
   out += mi.build_id;
-  out += char(mi.syms_from_table ? mi.table_dwarf : mi.dwarf.dw != nullptr);
+  out += char(mi.syms_from_table ? mi.table_dwarf : mi.dwarf.dw != nullptr || mi.dwarf_found);
   std::vector<cache::Witness> w = mi.witnesses;
   cache::normalize(&w);
   cache::put_witnesses(&out, w);
@@ -132,8 +132,21 @@ bool name_from_table(cache::Store* store, ModInfo* mi, uint64_t pc, Names* names
   return true;
 }
 
+void own_symbol_names(ModInfo* mi) {
+  std::string names;
+  std::vector<size_t> at;
+  at.reserve(mi->syms.size());
+  for (const FuncSym& s : mi->syms) {
+    at.push_back(names.size());
+    names.append(s.name).push_back('\0');
+  }
+  mi->table_names = std::move(names);
+  for (size_t i = 0; i < mi->syms.size(); ++i) mi->syms[i].name = mi->table_names.data() + at[i];
+}
+
 std::string table_to_cache(const std::string& dir, uint64_t base, const ModInfo& mi) {
-  if (dir.empty() || mi.build_id.empty() || !mi.syms_loaded || mi.syms_from_table || !mi.dwarf.tried ||
+  if (dir.empty() || mi.build_id.empty() || !mi.syms_loaded || mi.syms_from_table ||
+      !(mi.dwarf.tried || mi.dwarf_looked) ||
       !mi.cache_ok || mi.vdso || mi.syms.size() > kMaxSymbols)
     return "";
   return cache::write_whole(dir, hex(mi.build_id) + ".tab", encode_table(mi, base));

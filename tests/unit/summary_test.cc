@@ -33,6 +33,14 @@ TEST(readme_example) {
                        " | wall 2.18 s | peak rss 58.0 MiB | heap in use 36.1 MiB | stop 67 ms (symbols 61 ms)"));
 }
 
+// The peak as the stop began, when known: what the stop added is the rest.
+TEST(peak_before_the_stop) {
+  summary::Figures f = readme();
+  f.peak_rss_before_stop_bytes = 41ull << 20;
+  const std::string s = summary::format(f);
+  CHECK(s.find(" | peak rss 58.0 MiB (41.0 MiB before the stop) | heap in use ") != std::string::npos);
+}
+
 // Which image, last: what a reader of a build's log looks for.
 TEST(who_comes_last) {
   summary::Figures f = readme();
