@@ -45,6 +45,7 @@ __attribute__((noinline)) bool guarded_backtrace(_Unwind_Trace_Fn fn, void* arg)
   return whole;
 }
 
+#if defined(__x86_64__)
 namespace {
 // rt_sigreturn's trampoline: mov $15,%rax; syscall (glibc's __restore_rt).
 const uint8_t kSigreturn[] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
@@ -81,5 +82,29 @@ bool after_call(uint64_t ip, uint64_t func) {
     if (ip - k >= lo && p[-k] == 0xff && call_length(p - k, ip) == k) return true;
   return false;
 }
+
+#elif defined(__aarch64__)
+namespace {
+// rt_sigreturn's trampoline: mov x8, #139; svc #0 (the vDSO's
+// __kernel_rt_sigreturn).
+constexpr uint32_t kMovX8Sigreturn = 0xd2801168, kSvc0 = 0xd4000001;
+}  // namespace
+
+bool after_call(uint64_t ip, uint64_t func) {
+  // Fixed-size instructions: the one before ip is the call, in the page
+  // that holds ip - 1 (mapped: the unwinder found information for it) or
+  // at func or after.
+  if (ip % 4) return false;
+  const uint64_t page = (ip - 1) & ~uint64_t(4095), hi = page + 4096;
+  const uint64_t lo = func && func < ip ? func : page;
+  const uint32_t* p = reinterpret_cast<const uint32_t*>(ip);
+  if (ip + 8 <= hi && p[0] == kMovX8Sigreturn && p[1] == kSvc0) return true;
+  if (ip - 4 < lo) return false;
+  const uint32_t op = p[-1];
+  return (op & 0xfc000000) == 0x94000000      // bl
+         || (op & 0xfffffc1f) == 0xd63f0000   // blr
+         || (op & 0xfefff800) == 0xd63f0800;  // blraa(z), blrab(z) (pointer authentication)
+}
+#endif
 
 }  // namespace stackwalk
