@@ -157,6 +157,13 @@ _Unwind_Reason_Code step(struct _Unwind_Context* ctx, void* arg) {
   }
   // Across a signal frame the stack may be another (an alternate stack).
   w->sp = w->started ? sp : 0;
+#if defined(__aarch64__)
+  // There the signal frame's CFA is the kernel's frame record inside the
+  // signal frame (the vDSO's CFI; libgcc's fallback: the sigcontext), on
+  // the handler's stack, not the interrupted stack pointer: the next frame
+  // is not compared with it.
+  if (before) w->sp = 0;
+#endif
   return w->n < w->max ? _URC_NO_REASON : _URC_END_OF_STACK;
 }
 

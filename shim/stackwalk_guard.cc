@@ -8,6 +8,10 @@ namespace {
 // initial-exec TLS, read in signal handlers.
 __thread void** t_escape;
 __thread uint64_t t_missing;  // the address the armed walk found no unwind information for
+// The signal trampoline, as the shim's handler saw it: the same for every
+// signal in the process (the vDSO's, or the emulator's page), so any
+// thread's note will do.
+uint64_t g_trampoline;
 }  // namespace
 }  // namespace stackwalk
 
@@ -20,7 +24,10 @@ __thread uint64_t t_missing;  // the address the armed walk found no unwind info
 extern "C" const void* __real__Unwind_Find_FDE(void* pc, void* bases);
 extern "C" __attribute__((visibility("hidden"))) const void* __wrap__Unwind_Find_FDE(void* pc, void* bases) {
   const void* fde = __real__Unwind_Find_FDE(pc, bases);
-  if (!fde && stackwalk::t_escape) {
+  // A return address's lookup is of the address less one (a signal frame's:
+  // itself): the trampoline, known mapped code, is read as libgcc reads it.
+  const uint64_t at = reinterpret_cast<uint64_t>(pc), tramp = __atomic_load_n(&stackwalk::g_trampoline, __ATOMIC_RELAXED);
+  if (!fde && stackwalk::t_escape && !(tramp && (at == tramp || at + 1 == tramp))) {
     stackwalk::t_missing = reinterpret_cast<uint64_t>(pc);
     __builtin_longjmp(stackwalk::t_escape, 1);
   }
@@ -30,6 +37,10 @@ extern "C" __attribute__((visibility("hidden"))) const void* __wrap__Unwind_Find
 namespace stackwalk {
 
 uint64_t missing_unwind_info() { return t_missing; }
+
+void note_trampoline(const void* ra) {
+  __atomic_store_n(&g_trampoline, reinterpret_cast<uint64_t>(ra), __ATOMIC_RELAXED);
+}
 
 __attribute__((noinline)) bool guarded_backtrace(_Unwind_Trace_Fn fn, void* arg) {
   void* buf[5];
