@@ -212,6 +212,14 @@ unit: $(UNIT_BINS)
 integration: $(LIB) $(OPTIONS) $(WORKLOAD_BINS)
 	@python3 tests/run.py --build $(BUILD) --only integration
 
+# The arm64 build under qemu-user (tests/arm64/run.py): its unit tests and a
+# few workloads, plain and under the shim. `make ARCH=arm64 test-arm64`; not
+# part of `make test`.
+ARM64_WORKLOADS := $(addprefix $(BUILD)/workloads/,cpu_split heap_hold stop_paths fork_exec)
+test-arm64: $(LIB) $(OPTIONS) $(UNIT_BINS) $(ARM64_WORKLOADS)
+	@test "$(ARCH)" = arm64 || { echo "# profshim: error: test-arm64 is for the arm64 build: make ARCH=arm64 test-arm64" >&2; exit 1; }
+	@python3 tests/arm64/run.py --build $(BUILD) --emu "$(EMU)"
+
 demo: $(LIB) $(BUILD)/workloads/demo
 	@scripts/demo $(BUILD)
 

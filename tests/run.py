@@ -74,7 +74,8 @@ FINAL_RE = re.compile(r"^(\d+) passed, (\d+) failed$")
 CASE_RE = re.compile(r"^(PASS|FAIL) (\S+)")
 
 
-def run_units(build, filt, timeout, tally, tmp):
+def run_units(build, filt, timeout, tally, tmp, emu=()):
+    """emu: the command that runs a binary of another machine (tests/arm64/run.py)."""
     unit_dir = os.path.join(build, "tests", "unit")
     sources = sorted(f[:-3] for f in os.listdir(UNIT_SRC) if f.endswith("_test.cc")) \
         if os.path.isdir(UNIT_SRC) else []
@@ -90,7 +91,7 @@ def run_units(build, filt, timeout, tally, tmp):
         path = os.path.join(unit_dir, name)
         cwd = tempfile.mkdtemp(prefix="unit-", dir=tmp)
         try:
-            p = subprocess.run([path], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            p = subprocess.run(list(emu) + [path], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                timeout=timeout, start_new_session=True)
         except subprocess.TimeoutExpired as e:
             if not filt or filt in prefix:
