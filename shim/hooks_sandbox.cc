@@ -84,7 +84,8 @@ bool write_action(void* dst, const void* src, size_t n) {
 // SIGSYS handler so) goes through the shim's sigaction as through libc's,
 // so that the shim still sees its signals first (a trap of the shim's own
 // call, sandbox.h) and the program sees its own view. The kernel's struct
-// for x86-64; any other size, and glibc's own two signals, go through raw.
+// for x86-64 and aarch64 (the same four fields); any other size, and
+// glibc's own two signals, go through raw.
 extern "C" __attribute__((visibility("hidden"))) long profshim_syscall_sigaction(long nr, long sig, long act,
                                                                                long old, long size, long e,
                                                                                long f) {
