@@ -1,11 +1,36 @@
 # profshim: `make` builds build/libprofshim.so; `make test` runs every test;
 # `make demo` profiles the bundled demo. Each target installs what it needs.
+# `make ARCH=arm64` cross-builds for aarch64 with Debian's cross toolchain
+# and its arm64 -dev packages (scripts/install-deps --arm64), into
+# build-arm64 by default; what it builds runs under qemu-aarch64-static
+# (EMU), and `make ARCH=arm64 test-arm64` tests it so (docs/DESIGN.md, "arm64").
+ARCH     ?= native
+ifeq ($(ARCH),arm64)
+CROSS    := aarch64-linux-gnu-
+CXX      := $(CROSS)g++
+CC       := $(CROSS)gcc
+BUILD    := build-arm64
+# Debian's arm64 jemalloc is built without profiling (config.prof false,
+# 64 KiB pages): it links, but has no heap profile and no page count
+# (peak.cc). A jemalloc built with --enable-prof would lift this.
+CPPFLAGS += -DPROFSHIM_JE_NO_PROF
+EMU      := qemu-aarch64-static
+DEPS_ARGS := --arm64
+else ifneq ($(filter $(ARCH),native x86_64 amd64),)
+CROSS    :=
 CXX      ?= g++
 CC       ?= gcc
 BUILD    := build
+EMU      :=
+DEPS_ARGS :=
+else
+$(error ARCH=$(ARCH): only native (the default) and arm64 are known)
+endif
+OBJCOPY  := $(CROSS)objcopy
+AR       := $(CROSS)ar
 LIB      := $(BUILD)/libprofshim.so
 OPTIONS  := $(BUILD)/profshim-options.tsv
-MULTIARCH := $(shell gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 LIBDIR   := /usr/lib/$(MULTIARCH)
 
 CXXFLAGS ?= -O2 -g
@@ -39,15 +64,15 @@ LIBIBERTY    := $(LIBDIR)/libiberty.a
 SHIM_LDLIBS  := -Wl,--whole-archive $(BUILD)/jemalloc_pic.a -Wl,--no-whole-archive \
                 $(LIBIBERTY) -Wl,--exclude-libs,libiberty.a -ldl -lpthread
 
-.PHONY: all deps test unit integration demo bench bench-smoke clean install uninstall deb
+.PHONY: all deps test unit integration demo bench bench-smoke clean install uninstall deb test-arm64
 
 all: $(LIB) $(OPTIONS)
 
 deps:
-	@scripts/install-deps
+	@scripts/install-deps $(DEPS_ARGS)
 
 $(BUILD)/.deps-ok: scripts/install-deps
-	@scripts/install-deps
+	@scripts/install-deps $(DEPS_ARGS)
 	@mkdir -p $(BUILD) && touch $@
 
 # Each object depends on the headers it includes, as the compiler found
@@ -85,17 +110,17 @@ JEMALLOC_API := malloc calloc realloc free posix_memalign aligned_alloc memalign
                 mallocx rallocx xallocx sallocx dallocx sdallocx nallocx mallctl mallctlnametomib mallctlbymib \
                 malloc_stats_print
 $(BUILD)/jemalloc_pic.a: $(LIBDIR)/libjemalloc_pic.a Makefile | $(BUILD)/.deps-ok
-	objcopy --rename-section .text=profshim_alloc --rename-section .text.unlikely=profshim_alloc \
+	$(OBJCOPY) --rename-section .text=profshim_alloc --rename-section .text.unlikely=profshim_alloc \
 	        --rename-section .text.startup=profshim_alloc \
 	        $(foreach f,$(JEMALLOC_API),--redefine-sym $(f)=profshim_je_$(f)) \
 	        --redefine-sym curpages=profshim_je_curpages --globalize-symbol=profshim_je_curpages \
 	        --redefine-sym open=profshim_je_open --redefine-sym creat=profshim_je_creat --remove-section=.init_array $< $@.tmp
-	ar d $@.tmp jemalloc_cpp.pic.o
+	$(AR) d $@.tmp jemalloc_cpp.pic.o
 	rm -rf $@.prof && mkdir $@.prof
-	cd $@.prof && m=$$(ar t ../$(notdir $@).tmp | grep '^prof') && ar x ../$(notdir $@).tmp $$m \
+	cd $@.prof && m=$$($(AR) t ../$(notdir $@).tmp | grep '^prof') && $(AR) x ../$(notdir $@).tmp $$m \
 	  || { echo "# profshim: error: $< has no prof*.o: a jemalloc built without profiling" >&2; exit 1; }
-	for o in $@.prof/*.o; do objcopy --rename-section profshim_alloc=profshim_heapprof $$o || exit 1; done
-	ar r $@.tmp $@.prof/*.o
+	for o in $@.prof/*.o; do $(OBJCOPY) --rename-section profshim_alloc=profshim_heapprof $$o || exit 1; done
+	$(AR) r $@.tmp $@.prof/*.o
 	rm -rf $@.prof
 	mv -f $@.tmp $@
 
@@ -122,7 +147,7 @@ $(BUILD)/cli/options_dump: cli/options_dump.cc $(BUILD)/shim/config.o shim/confi
 	@mkdir -p $(dir $@)
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -o $@ $< $(BUILD)/shim/config.o
 $(OPTIONS): $(BUILD)/cli/options_dump
-	$< >$@.tmp && mv -f $@.tmp $@
+	$(EMU) $< >$@.tmp && mv -f $@.tmp $@
 
 # --- tests -----------------------------------------------------------------
 UNIT_SRCS := $(wildcard tests/unit/*_test.cc)
@@ -186,6 +211,14 @@ unit: $(UNIT_BINS)
 
 integration: $(LIB) $(OPTIONS) $(WORKLOAD_BINS)
 	@python3 tests/run.py --build $(BUILD) --only integration
+
+# The arm64 build under qemu-user (tests/arm64/run.py): its unit tests and a
+# few workloads, plain and under the shim. `make ARCH=arm64 test-arm64`; not
+# part of `make test`.
+ARM64_WORKLOADS := $(addprefix $(BUILD)/workloads/,cpu_split heap_hold stop_paths fork_exec)
+test-arm64: $(LIB) $(OPTIONS) $(UNIT_BINS) $(ARM64_WORKLOADS)
+	@test "$(ARCH)" = arm64 || { echo "# profshim: error: test-arm64 is for the arm64 build: make ARCH=arm64 test-arm64" >&2; exit 1; }
+	@python3 tests/arm64/run.py --build $(BUILD) --emu "$(EMU)"
 
 demo: $(LIB) $(BUILD)/workloads/demo
 	@scripts/demo $(BUILD)

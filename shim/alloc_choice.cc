@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "arch.h"
 #include "config.h"
 #include "image.h"
 #include "only.h"
@@ -41,16 +42,8 @@ int g_deciding;  // set while this image looks up the next definitions
 char g_env_text[64 << 10];
 size_t g_env_len;
 
-void relax() {
-#if defined(__x86_64__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  __asm__ volatile("yield");
-#endif
-}
-
 void lock() {
-  while (__atomic_exchange_n(&g_lock, 1, __ATOMIC_ACQUIRE)) relax();
+  while (__atomic_exchange_n(&g_lock, 1, __ATOMIC_ACQUIRE)) arch::relax();
 }
 void unlock() { __atomic_store_n(&g_lock, 0, __ATOMIC_RELEASE); }
 

@@ -69,7 +69,12 @@ bool room_to_write(int fd) {
     if (deadline > now) wait_ms = int((deadline - now) / 1000000) + 1;
     else if (deadline == 0) wait_ms = 1000;
     struct pollfd p = {fd, POLLOUT, 0};
+#ifdef SYS_poll
     int r = int(syscall(SYS_poll, &p, 1, wait_ms));
+#else  // aarch64: ppoll only (sandbox.cc probes the one used)
+    struct timespec ts = {wait_ms / 1000, (wait_ms % 1000) * 1000000L};
+    int r = int(syscall(SYS_ppoll, &p, 1, &ts, nullptr, 0));
+#endif
     if (r > 0) return !(p.revents & POLLNVAL);
     if (r == 0 || errno != EINTR) return r < 0;  // a poll that fails for another reason: just write
   }

@@ -282,7 +282,7 @@ const engine::Part* Set::part(const char* kind) const {
 
 void collect(engine::Why why, const engine::When& when, Set* set) {
   set->why = why;
-  set->maps = procmaps::parse(sys::read_file("/proc/thread-self/maps"));
+  set->maps = procmaps::parse(sys::read_file(sys::proc_thread_self("maps").c_str()));
   set->self = engine::self_ranges(set->maps);
   int n = 0;
   const engine::Engine* const* all = engine::all(&n);

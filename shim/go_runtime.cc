@@ -13,6 +13,7 @@
 
 #include <atomic>
 
+#include "arch.h"
 #include "errline.h"
 #include "freeze.h"
 #include "go_stacks.h"
@@ -69,9 +70,7 @@ profshim_go_exit_stub:
   ud2
   .size profshim_go_exit_stub, .-profshim_go_exit_stub
 )");
-#else
-#error "go_runtime: only x86_64 is supported"
-#endif
+#endif  // elsewhere (aarch64) Go's exit is not caught: setup() says so
 
 namespace go_runtime {
 namespace {
@@ -80,7 +79,7 @@ bool g_go;
 // The goroutine pointer's place, relative to the thread pointer (%fs:0):
 // the same in every thread (static TLS). 0: unknown.
 intptr_t g_tls_off;
-alignas(16) char g_exit_stack[128 << 10];
+[[maybe_unused]] alignas(16) char g_exit_stack[128 << 10];
 char g_how[96];
 uint64_t g_timeout_ms;
 
@@ -124,7 +123,7 @@ struct Exe {
   }
 };
 
-int exe_info(struct dl_phdr_info* info, size_t, void* out) {
+[[maybe_unused]] int exe_info(struct dl_phdr_info* info, size_t, void* out) {
   auto* e = static_cast<Exe*>(out);
   e->bias = info->dlpi_addr, e->tls = info->dlpi_tls_data;
   for (int i = 0; i < info->dlpi_phnum && e->ntext < 4; ++i) {
@@ -143,12 +142,6 @@ bool named(const char* name, size_t room, const char* lit) {
   return room > n && memcmp(name, lit, n + 1) == 0;
 }
 
-uintptr_t thread_pointer() {
-  uintptr_t tp;
-  __asm__("movq %%fs:0, %0" : "=r"(tp));
-  return tp;
-}
-
 struct Symbols {
   uint64_t pclntab = 0, pclntab_size = 0;  // .gopclntab, as linked
   bool dwarf = false;                      // .debug_info is there
@@ -160,7 +153,7 @@ struct Symbols {
 };
 
 // The executable's own symbol table (.symtab: not loaded, read from the file).
-bool read_symbols(Symbols* s) {
+[[maybe_unused]] bool read_symbols(Symbols* s) {
   int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   struct stat st;
@@ -218,7 +211,7 @@ bool read_symbols(Symbols* s) {
 // Through /proc/self/mem, which writes a private copy of the page without
 // changing its protection (nor splitting the mapping a program may read in
 // /proc/self/maps); mprotect where the kernel refuses that.
-bool write_text(uint64_t addr, const unsigned char* bytes, size_t n) {
+[[maybe_unused]] bool write_text(uint64_t addr, const unsigned char* bytes, size_t n) {
   int fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
   if (fd >= 0) {
     ssize_t w = pwrite(fd, bytes, n, off_t(addr));
@@ -273,6 +266,13 @@ bool in_go_object(const void* pc) {
 
 bool setup(uint64_t stop_timeout_ms, const char** why) {
   g_go = true;
+#if !defined(__x86_64__)
+  // The rewrite, the stub and the goroutine walk (go_stacks' offsets read
+  // from amd64 code) are x86-64's: a Go program elsewhere is profiled as C,
+  // its Go frames as far as the unwinder reaches (docs/DESIGN.md, "arm64").
+  (void)stop_timeout_ms;
+  return *why = "Go programs are supported on x86-64 only", false;
+#else
   Symbols s;
   const bool symtab = read_symbols(&s);
   Exe exe;
@@ -281,7 +281,7 @@ bool setup(uint64_t stop_timeout_ms, const char** why) {
   // runtime.tlsg's offset in it; in a stripped binary whose TLS is Go's
   // one word alone, that word.
   if (!s.tlsg_found && exe.tls_size == 8) s.tlsg = 0, s.tlsg_found = true;
-  if (s.tlsg_found && exe.tls) g_tls_off = intptr_t(uintptr_t(exe.tls) + s.tlsg - thread_pointer());
+  if (s.tlsg_found && exe.tls) g_tls_off = intptr_t(uintptr_t(exe.tls) + s.tlsg - arch::thread_pointer());
   // Go's tables survive stripping (its runtime needs them). Go's own
   // linker puts them in a section of their own, except in a PIE, where they
   // lie inside .data.rel.ro: found by their symbols, or else by their
@@ -318,12 +318,13 @@ bool setup(uint64_t stop_timeout_ms, const char** why) {
   jump[10] = 0xff, jump[11] = 0xe0;
   if (!write_text(exit + kKept, jump, sizeof jump)) return *why = "its code could not be written", false;
   return true;
+#endif
 }
 
 uintptr_t current_g() {
   // A thread that never ran Go code holds 0 there; any other, the goroutine
   // it runs (or its scheduler's).
-  return g_tls_off ? *reinterpret_cast<const uintptr_t*>(thread_pointer() + g_tls_off) : 0;
+  return g_tls_off ? *reinterpret_cast<const uintptr_t*>(arch::thread_pointer() + g_tls_off) : 0;
 }
 
 bool goroutine_stack(uintptr_t sp, uintptr_t* lo, uintptr_t* hi) {

@@ -58,12 +58,46 @@ profshim_program_handler:
   .size profshim_program_handler, .-profshim_program_handler
   .popsection
 )");
+#elif defined(__aarch64__)
+// The kernel enters with x0-x2 the handler's arguments and x30 the
+// sigreturn trampoline: they are kept in a frame record of our own across
+// the call, then restored, so the program's handler starts with the
+// registers, stack pointer and return address the kernel gave. The routed
+// move is x86-64's only (signals_onstack.cc: onstack_routed routes nothing
+// here and onstack_move returns 0; a port of it would apply the distance
+// to sp, x1 and x2, and fix extra_context's datap): the distance, x1 of the
+// answer, is ignored.
+__asm__(R"(
+  .pushsection profshim_sigcall,"ax",%progbits
+  .globl profshim_program_handler
+  .hidden profshim_program_handler
+  .type profshim_program_handler,%function
+profshim_program_handler:
+  .cfi_startproc
+  stp x29, x30, [sp, #-48]!
+  .cfi_def_cfa_offset 48
+  .cfi_offset x29, -48
+  .cfi_offset x30, -40
+  mov x29, sp
+  stp x0, x1, [sp, #16]
+  str x2, [sp, #32]
+  add x3, sp, #48
+  bl profshim_route_handler
+  mov x16, x0
+  ldp x0, x1, [sp, #16]
+  ldr x2, [sp, #32]
+  ldp x29, x30, [sp], #48
+  .cfi_def_cfa_offset 0
+  .cfi_restore x29
+  .cfi_restore x30
+  cbz x16, 1f
+  br x16
+1:
+  ret
+  .cfi_endproc
+  .size profshim_program_handler, .-profshim_program_handler
+  .popsection
+)");
 #else
-// A port passes the entry stack pointer as the fourth argument and applies
-// the returned distance to sp and the two frame pointers before branching
-// (arm64: x3; x1, x2; the return address is in x30, not in the frame, and
-// the frame's absolute pointer to fix is extra_context's datap). Until
-// then, onstack_routed routes nothing for the move and onstack_move
-// returns 0.
-#error "profshim_program_handler: only x86_64 is supported"
+#error "profshim_program_handler: only x86_64 and aarch64 are supported"
 #endif

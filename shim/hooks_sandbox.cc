@@ -31,6 +31,7 @@
 namespace {
 long raw6(long nr, long a, long b, long c, long d, long e, long f) {
   long r;
+#if defined(__x86_64__)
   register long r10 __asm__("r10") = d;
   register long r8 __asm__("r8") = e;
   register long r9 __asm__("r9") = f;
@@ -38,6 +39,17 @@ long raw6(long nr, long a, long b, long c, long d, long e, long f) {
                    : "=a"(r)
                    : "0"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
                    : "rcx", "r11", "memory");
+#elif defined(__aarch64__)
+  register long x8 __asm__("x8") = nr;
+  register long x0 __asm__("x0") = a;
+  register long x1 __asm__("x1") = b;
+  register long x2 __asm__("x2") = c;
+  register long x3 __asm__("x3") = d;
+  register long x4 __asm__("x4") = e;
+  register long x5 __asm__("x5") = f;
+  __asm__ volatile("svc #0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5) : "memory");
+  r = x0;
+#endif
   if (r < 0 && r > -4096) {
     errno = int(-r);
     return -1;
@@ -72,7 +84,8 @@ bool write_action(void* dst, const void* src, size_t n) {
 // SIGSYS handler so) goes through the shim's sigaction as through libc's,
 // so that the shim still sees its signals first (a trap of the shim's own
 // call, sandbox.h) and the program sees its own view. The kernel's struct
-// for x86-64; any other size, and glibc's own two signals, go through raw.
+// for x86-64 and aarch64 (the same four fields); any other size, and
+// glibc's own two signals, go through raw.
 extern "C" __attribute__((visibility("hidden"))) long profshim_syscall_sigaction(long nr, long sig, long act,
                                                                                long old, long size, long e,
                                                                                long f) {
@@ -127,7 +140,12 @@ extern "C" __attribute__((visibility("hidden"))) long profshim_syscall_fd(long n
                                                                         long e, long f) {
   bool closes = true;
   unsigned lo = unsigned(a), hi = unsigned(a);
-  if (nr == SYS_dup2 || nr == SYS_dup3) {
+#ifdef SYS_dup2  // aarch64 has dup3 only
+  const bool dup = nr == SYS_dup2 || nr == SYS_dup3;
+#else
+  const bool dup = nr == SYS_dup3;
+#endif
+  if (dup) {
     closes = a != b;
     lo = hi = unsigned(b);
   } else if (nr == SYS_close_range) {
@@ -190,8 +208,61 @@ syscall:
 static_assert(SYS_seccomp == 317 && SYS_rt_sigaction == 13 && SYS_close == 3 && SYS_dup2 == 33 && SYS_dup3 == 292 &&
                   SYS_close_range == 436,
               "the assembly above compares with x86-64's numbers");
+#elif defined(__aarch64__)
+// glibc's syscall(): number in x0, six arguments in x1-x6; -4095..-1 is an
+// error, returned as -1 with errno. The numbers compared are the headers'
+// (aarch64 has no dup2: its libc's dup2 is dup3).
+#define PROFSHIM_STR2(x) #x
+#define PROFSHIM_STR(x) PROFSHIM_STR2(x)
+__asm__(R"(
+  .text
+  .globl syscall
+  .type syscall,%function
+syscall:
+  .cfi_startproc
+  cmp x0, #)" PROFSHIM_STR(SYS_seccomp) R"(
+  b.eq profshim_syscall_seccomp
+  cmp x0, #)" PROFSHIM_STR(SYS_rt_sigaction) R"(
+  b.eq profshim_syscall_sigaction
+  cmp x0, #)" PROFSHIM_STR(SYS_close) R"(
+  b.eq profshim_syscall_fd
+  cmp x0, #)" PROFSHIM_STR(SYS_dup3) R"(
+  b.eq profshim_syscall_fd
+  cmp x0, #)" PROFSHIM_STR(SYS_close_range) R"(
+  b.eq profshim_syscall_fd
+  mov x8, x0
+  mov x0, x1
+  mov x1, x2
+  mov x2, x3
+  mov x3, x4
+  mov x4, x5
+  mov x5, x6
+  svc #0
+  cmn x0, #4095
+  b.cs 1f
+  ret
+1:
+  neg x0, x0
+  stp x29, x30, [sp, #-32]!
+  .cfi_def_cfa_offset 32
+  .cfi_offset x29, -32
+  .cfi_offset x30, -24
+  mov x29, sp
+  str x0, [sp, #16]
+  bl __errno_location
+  ldr x1, [sp, #16]
+  str w1, [x0]
+  mov x0, #-1
+  ldp x29, x30, [sp], #32
+  .cfi_def_cfa_offset 0
+  .cfi_restore x29
+  .cfi_restore x30
+  ret
+  .cfi_endproc
+  .size syscall, .-syscall
+)");
 #else
-#error "hooks_sandbox: syscall() is only written for x86_64"
+#error "hooks_sandbox: syscall() is only written for x86_64 and aarch64"
 #endif
 
 EXPORT int prctl(int option, ...) noexcept {

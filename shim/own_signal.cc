@@ -18,6 +18,7 @@
 #include "sigmask.h"
 #include "signals.h"
 #include "stackwalk.h"
+#include "stackwalk_guard.h"
 #include "sys.h"
 
 namespace own_signal {
@@ -137,6 +138,7 @@ __thread bool t_altstack_offered;
 
 void handler(int sig, siginfo_t* si, void* uc) {
   int saved = errno;
+  stackwalk::note_trampoline(__builtin_return_address(0));  // the kernel's return: its trampoline
   if (!t_altstack_offered && !stackwalk::thread_stack_noted()) {
     t_altstack_offered = true;
     signals::altstack_on_return(uc);

@@ -14,7 +14,11 @@
 // (src/extent.c: curpages, maintained for prof_gdump); made global and
 // renamed in the build's copy of the archive (Makefile). An atomic_zu_t is
 // one size_t.
+// PROFSHIM_JE_NO_PROF: a jemalloc built without profiling (Debian's arm64
+// one, Makefile) has no such count, nor a heap profile to check.
+#ifndef PROFSHIM_JE_NO_PROF
 extern "C" __attribute__((visibility("hidden"))) size_t profshim_je_curpages;
+#endif
 
 namespace peak {
 namespace {
@@ -40,7 +44,11 @@ struct State {
 };
 State g;  // zero-initialised: no dynamic initialiser (DESIGN "Globals")
 
+#ifndef PROFSHIM_JE_NO_PROF
 uint64_t pages_now() { return __atomic_load_n(&profshim_je_curpages, __ATOMIC_RELAXED); }
+#else
+uint64_t pages_now() { return 0; }
+#endif
 
 uint64_t pages_for(uint64_t bytes) { return (bytes + kPage - 1) / kPage; }
 
@@ -76,6 +84,9 @@ bool setup(uint64_t floor_bytes, uint64_t after_ms, bool (*wake)(), const char**
   g.floor = floor_bytes;
   g.after_ns = after_ms * 1000000ull;
   g.wake = wake;
+#ifdef PROFSHIM_JE_NO_PROF
+  return *err = "this build's jemalloc has no profiling (no heap peaks)", false;
+#endif
   size_t sz = sizeof g.jemallocs;
   Backtrace mine = hook;
   if (jemalloc_raw::ctl("experimental.hooks.prof_backtrace", &g.jemallocs, &sz, &mine, sizeof mine) != 0 ||

@@ -18,6 +18,7 @@
 
 #include <atomic>
 
+#include "arch.h"
 #include "errline.h"
 #include "fsroot.h"
 #include "own_signal.h"
@@ -87,7 +88,7 @@ void on_timer(siginfo_t* si, void* uc) {
       add_walked(&a);
     } else if (!stackwalk::elsewhere(uc, add_walked, &a)) {
       // Nowhere with room: the interrupted instruction alone, in as little stack as can be.
-      uint64_t pc = uint64_t(static_cast<ucontext_t*>(uc)->uc_mcontext.gregs[REG_RIP]) | stackwalk::kExact;
+      uint64_t pc = arch::pc(uc) | stackwalk::kExact;
       a.ref = g_table.add(&pc, 1, tid, s->serial, 0, n, w);
     }
     if (a.ref) s->last = a.ref;

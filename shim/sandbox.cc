@@ -23,6 +23,7 @@
 
 #include <atomic>
 
+#include "arch.h"
 #include "errline.h"
 #include "image.h"
 #include "lifecycle.h"
@@ -168,6 +169,8 @@ const Probe kProbes[] = {
     P(readlink, kStop, 0),
     P(access, kStop, 0),
     P(poll, kStop, 0),
+#else  // aarch64: errline's wait for room
+    P(ppoll, kStop, 0),
 #endif
 };
 #undef P
@@ -283,11 +286,7 @@ OwnCalls::~OwnCalls() { --t_own_calls; }
 bool absorb_trap(int sig, const siginfo_t* si, void* uc) {
   constexpr int kSysSeccomp = 1;  // si_code of a seccomp trap (asm-generic/siginfo.h's SYS_SECCOMP)
   if (sig != SIGSYS || !si || si->si_code != kSysSeccomp || t_own_calls <= 0 || !uc) return false;
-#if defined(__x86_64__)
-  static_cast<ucontext_t*>(uc)->uc_mcontext.gregs[REG_RAX] = -ENOSYS;
-#elif defined(__aarch64__)
-  static_cast<ucontext_t*>(uc)->uc_mcontext.regs[0] = uint64_t(-ENOSYS);
-#endif
+  arch::set_syscall_result(uc, -ENOSYS);
   g_run_forbidden.store(true);
   // No call here: this runs with SIGSYS blocked, and a trapped one would
   // kill the process. The line comes from the next thread's start or the

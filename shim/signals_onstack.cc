@@ -38,9 +38,9 @@ namespace {
 // keeps (the kernel aligns that area to 64 and the frame below it to 16).
 constexpr uintptr_t kRedZone = 128, kAlign = 64;
 
-bool is_handler(const struct sigaction& a) { return a.sa_handler != SIG_DFL && a.sa_handler != SIG_IGN; }
+[[maybe_unused]] bool is_handler(const struct sigaction& a) { return a.sa_handler != SIG_DFL && a.sa_handler != SIG_IGN; }
 
-bool go_handler(const struct sigaction& a) {
+[[maybe_unused]] bool go_handler(const struct sigaction& a) {
   return go_runtime::is_go() || go_runtime::in_go_object(reinterpret_cast<const void*>(a.sa_sigaction));
 }
 }  // namespace

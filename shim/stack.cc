@@ -37,8 +37,37 @@ profshim_call_on_stack:
   .cfi_endproc
   .size profshim_call_on_stack, .-profshim_call_on_stack
 )");
+#elif defined(__aarch64__)
+// The frame record (x29, x30) stays on the old stack, x29 pointing at it:
+// the same chain a frame-pointer walk and the CFI follow back.
+__asm__(R"(
+  .text
+  .globl profshim_call_on_stack
+  .hidden profshim_call_on_stack
+  .type profshim_call_on_stack,%function
+profshim_call_on_stack:
+  .cfi_startproc
+  stp x29, x30, [sp, #-16]!
+  .cfi_def_cfa_offset 16
+  .cfi_offset x29, -16
+  .cfi_offset x30, -8
+  mov x29, sp
+  .cfi_def_cfa_register x29
+  mov sp, x0
+  mov x0, x2
+  blr x1
+  mov sp, x29
+  .cfi_def_cfa sp, 16
+  ldp x29, x30, [sp], #16
+  .cfi_def_cfa_offset 0
+  .cfi_restore x29
+  .cfi_restore x30
+  ret
+  .cfi_endproc
+  .size profshim_call_on_stack, .-profshim_call_on_stack
+)");
 #else
-#error "profshim_call_on_stack: only x86_64 is supported"
+#error "profshim_call_on_stack: only x86_64 and aarch64 are supported"
 #endif
 
 namespace stack {

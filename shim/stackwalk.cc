@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <unwind.h>
 
+#include "arch.h"
 #include "go_runtime.h"
 #include "go_stacks.h"
 #include "go_unwind.h"
@@ -66,7 +67,7 @@ inline __attribute__((always_inline)) uintptr_t sp_here() {
 }
 
 uint64_t interrupted_pc(void* uc) {
-  return uint64_t(static_cast<ucontext_t*>(uc)->uc_mcontext.gregs[REG_RIP]);
+  return arch::pc(uc);
 }
 
 // The executable segments of the shim, the dynamic loader and libc: the
@@ -156,6 +157,13 @@ _Unwind_Reason_Code step(struct _Unwind_Context* ctx, void* arg) {
   }
   // Across a signal frame the stack may be another (an alternate stack).
   w->sp = w->started ? sp : 0;
+#if defined(__aarch64__)
+  // There the signal frame's CFA is the kernel's frame record inside the
+  // signal frame (the vDSO's CFI; libgcc's fallback: the sigcontext), on
+  // the handler's stack, not the interrupted stack pointer: the next frame
+  // is not compared with it.
+  if (before) w->sp = 0;
+#endif
   return w->n < w->max ? _URC_NO_REASON : _URC_END_OF_STACK;
 }
 
@@ -169,8 +177,7 @@ void walk(Walk* w) {
 // from the interrupted context, as far as it stays inside this thread's
 // known stack (a JIT that keeps frame pointers, as most do, is walked).
 int frame_pointer_walk(void* uc, uint64_t* frames, int n, int max) {
-  const auto& g = static_cast<ucontext_t*>(uc)->uc_mcontext.gregs;
-  uintptr_t sp = uintptr_t(g[REG_RSP]), fp = uintptr_t(g[REG_RBP]);
+  uintptr_t sp = arch::sp(uc), fp = arch::fp(uc);
   if (!t_stack_hi || sp < t_stack_lo || sp >= t_stack_hi) return n;
   while (n < max && fp >= sp && fp % 8 == 0 && fp + 16 <= t_stack_hi) {
     const uintptr_t* frame = reinterpret_cast<const uintptr_t*>(fp);
@@ -187,10 +194,9 @@ int frame_pointer_walk(void* uc, uint64_t* frames, int n, int max) {
 // Go code (no unwind information) interrupted on its goroutine's stack or
 // its thread's: walked by Go's own tables, inside that stack's bounds.
 int go_walk(void* uc, uint64_t* frames, int max) {
-  const auto& g = static_cast<ucontext_t*>(uc)->uc_mcontext.gregs;
-  uintptr_t sp = uintptr_t(g[REG_RSP]), lo = t_stack_lo, hi = t_stack_hi;
+  uintptr_t sp = arch::sp(uc), lo = t_stack_lo, hi = t_stack_hi;
   if ((!hi || sp < lo || sp >= hi) && !go_runtime::goroutine_stack(sp, &lo, &hi)) return 1;
-  return go_stacks::walk(uint64_t(g[REG_RIP]), sp, lo, hi, frames, 1, max);
+  return go_stacks::walk(arch::pc(uc), sp, lo, hi, frames, 1, max);
 }
 
 _Unwind_Reason_Code count(struct _Unwind_Context*, void* arg) {
@@ -212,7 +218,7 @@ bool on_alt_stack(void* uc) { return on_alt(sp_here(), static_cast<ucontext_t*>(
 
 bool elsewhere(void* uc, void (*fn)(void*), void* arg) {
   const ucontext_t* u = static_cast<ucontext_t*>(uc);
-  const uintptr_t sp = uintptr_t(u->uc_mcontext.gregs[REG_RSP]);
+  const uintptr_t sp = arch::sp(uc);
   // Only from the alternate stack to a stack the interrupted code was on:
   // anywhere else the handler's own frames may lie below that code's.
   if (!on_alt(sp_here(), u->uc_stack) || on_alt(sp, u->uc_stack)) return false;

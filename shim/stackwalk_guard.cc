@@ -8,6 +8,10 @@ namespace {
 // initial-exec TLS, read in signal handlers.
 __thread void** t_escape;
 __thread uint64_t t_missing;  // the address the armed walk found no unwind information for
+// The signal trampoline, as the shim's handler saw it: the same for every
+// signal in the process (the vDSO's, or the emulator's page), so any
+// thread's note will do.
+uint64_t g_trampoline;
 }  // namespace
 }  // namespace stackwalk
 
@@ -20,7 +24,10 @@ __thread uint64_t t_missing;  // the address the armed walk found no unwind info
 extern "C" const void* __real__Unwind_Find_FDE(void* pc, void* bases);
 extern "C" __attribute__((visibility("hidden"))) const void* __wrap__Unwind_Find_FDE(void* pc, void* bases) {
   const void* fde = __real__Unwind_Find_FDE(pc, bases);
-  if (!fde && stackwalk::t_escape) {
+  // A return address's lookup is of the address less one (a signal frame's:
+  // itself): the trampoline, known mapped code, is read as libgcc reads it.
+  const uint64_t at = reinterpret_cast<uint64_t>(pc), tramp = __atomic_load_n(&stackwalk::g_trampoline, __ATOMIC_RELAXED);
+  if (!fde && stackwalk::t_escape && !(tramp && (at == tramp || at + 1 == tramp))) {
     stackwalk::t_missing = reinterpret_cast<uint64_t>(pc);
     __builtin_longjmp(stackwalk::t_escape, 1);
   }
@@ -30,6 +37,10 @@ extern "C" __attribute__((visibility("hidden"))) const void* __wrap__Unwind_Find
 namespace stackwalk {
 
 uint64_t missing_unwind_info() { return t_missing; }
+
+void note_trampoline(const void* ra) {
+  __atomic_store_n(&g_trampoline, reinterpret_cast<uint64_t>(ra), __ATOMIC_RELAXED);
+}
 
 __attribute__((noinline)) bool guarded_backtrace(_Unwind_Trace_Fn fn, void* arg) {
   void* buf[5];
@@ -45,6 +56,7 @@ __attribute__((noinline)) bool guarded_backtrace(_Unwind_Trace_Fn fn, void* arg)
   return whole;
 }
 
+#if defined(__x86_64__)
 namespace {
 // rt_sigreturn's trampoline: mov $15,%rax; syscall (glibc's __restore_rt).
 const uint8_t kSigreturn[] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
@@ -81,5 +93,29 @@ bool after_call(uint64_t ip, uint64_t func) {
     if (ip - k >= lo && p[-k] == 0xff && call_length(p - k, ip) == k) return true;
   return false;
 }
+
+#elif defined(__aarch64__)
+namespace {
+// rt_sigreturn's trampoline: mov x8, #139; svc #0 (the vDSO's
+// __kernel_rt_sigreturn).
+constexpr uint32_t kMovX8Sigreturn = 0xd2801168, kSvc0 = 0xd4000001;
+}  // namespace
+
+bool after_call(uint64_t ip, uint64_t func) {
+  // Fixed-size instructions: the one before ip is the call, in the page
+  // that holds ip - 1 (mapped: the unwinder found information for it) or
+  // at func or after.
+  if (ip % 4) return false;
+  const uint64_t page = (ip - 1) & ~uint64_t(4095), hi = page + 4096;
+  const uint64_t lo = func && func < ip ? func : page;
+  const uint32_t* p = reinterpret_cast<const uint32_t*>(ip);
+  if (ip + 8 <= hi && p[0] == kMovX8Sigreturn && p[1] == kSvc0) return true;
+  if (ip - 4 < lo) return false;
+  const uint32_t op = p[-1];
+  return (op & 0xfc000000) == 0x94000000      // bl
+         || (op & 0xfffffc1f) == 0xd63f0000   // blr
+         || (op & 0xfefff800) == 0xd63f0800;  // blraa(z), blrab(z) (pointer authentication)
+}
+#endif
 
 }  // namespace stackwalk

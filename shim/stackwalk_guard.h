@@ -25,6 +25,11 @@ bool guarded_backtrace(_Unwind_Trace_Fn fn, void* arg);
 // After a walk that ended so: the address looked up (a return address less
 // one), the first the walk could not go past.
 uint64_t missing_unwind_info();
+// The return address the kernel gave the shim's signal handler: the
+// sigreturn trampoline, whose code the unwinder may read where it has no
+// unwind information for it (qemu-user's has none; the kernel's vDSO and
+// glibc's __restore_rt have). Signal-safe.
+void note_trampoline(const void* ra);
 
 // Whether ip, reached as a return address, is one: the instruction before it
 // is a call, or ip is a signal trampoline (the handler "returns" into it).

@@ -138,7 +138,7 @@ void Session::Impl::find_modules() {
 // One mapping per executable line, the main executable's first.
 void Session::Impl::build_mappings() {
   char exe[PATH_MAX];
-  ssize_t n = fsroot::readlink("/proc/thread-self/exe", exe, sizeof exe - 1);
+  ssize_t n = fsroot::readlink(sys::proc_thread_self("exe").c_str(), exe, sizeof exe - 1);
   exe_path = n > 0 ? std::string(exe, n) : std::string();
   std::vector<size_t> order;
   for (size_t i = 0; i < lines.size(); ++i)

@@ -12,6 +12,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <atomic>
+
 #include "fsroot.h"
 
 namespace sys {
@@ -132,6 +134,19 @@ std::string read_file(const char* path) {
   for (ssize_t r; (r = read(fd, &buf[0], buf.size())) > 0;) out.append(buf.data(), size_t(r));
   close(fd);
   return out;
+}
+
+std::string proc_thread_self(const char* leaf) {
+  static std::atomic<int> which{0};  // 0 unknown, 1 thread-self, 2 self
+  int w = which.load(std::memory_order_relaxed);
+  if (w == 0) {
+    char a[4096], b[4096];
+    ssize_t na = fsroot::readlink("/proc/thread-self/exe", a, sizeof a);
+    ssize_t nb = fsroot::readlink("/proc/self/exe", b, sizeof b);
+    w = na > 0 && nb > 0 && (na != nb || memcmp(a, b, size_t(na)) != 0) ? 2 : 1;
+    which.store(w, std::memory_order_relaxed);
+  }
+  return std::string(w == 2 ? "/proc/self/" : "/proc/thread-self/") + leaf;
 }
 
 void futex_wait(volatile uint32_t* word, uint32_t expect, uint64_t timeout_ns) {

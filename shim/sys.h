@@ -60,4 +60,12 @@ int top_free_fd();
 // signal-safe; its buffer is on the heap, so it suits a small stack.
 std::string read_file(const char* path);
 
+// "/proc/thread-self/LEAF": after pthread_exit from main, /proc/self is the
+// exited leader. Where /proc/thread-self is not the program's own, "/proc/self/LEAF":
+// an emulator (qemu-user) serves only /proc/self (and /proc/PID) as the
+// program's view, and /proc/thread-self as its own process's (its maps,
+// its exe), which the shim must not read as the program's. Decided once:
+// the two exe links differ. Not signal-safe.
+std::string proc_thread_self(const char* leaf);
+
 }  // namespace sys

@@ -270,7 +270,7 @@ void* helper(void* arg) {
   const Job& job = *static_cast<const Job*>(arg);
   // The thread-self view: after pthread_exit from main, /proc/self is the
   // exited leader.
-  const std::string maps = sys::read_file("/proc/thread-self/maps");
+  const std::string maps = sys::read_file(sys::proc_thread_self("maps").c_str());
   for (size_t i = 0; i < job.objs.size(); ++i) record(maps, job.objs[i], job.addrs[i], job.pid);
   return nullptr;
 }

@@ -53,6 +53,7 @@ uint64_t mono_ns() { return sys::now_ns(CLOCK_MONOTONIC); }
 // synchronized across cores); else CLOCK_MONOTONIC through the vDSO, twice
 // the cost per call (21 ns a read here against 9).
 bool kernel_uses_tsc() {
+  if (!arch::kHasTsc) return false;
   int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   char buf[16] = {0};
@@ -71,9 +72,9 @@ bool kernel_uses_tsc() {
 // percent): the clock's time against the middle of the two TSC reads.
 void paired(uint64_t* mono, double* tsc) {
   uint64_t best = ~0ull;
-  *mono = mono_ns(), *tsc = double(__rdtsc());
+  *mono = mono_ns(), *tsc = double(arch::tsc());
   for (int i = 0; i < 4; ++i) {
-    uint64_t a = __rdtsc(), m = mono_ns(), b = __rdtsc();
+    uint64_t a = arch::tsc(), m = mono_ns(), b = arch::tsc();
     if (b - a < best) best = b - a, *mono = m, *tsc = double(a) + double(b - a) / 2;
   }
 }

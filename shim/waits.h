@@ -25,11 +25,11 @@
 #pragma once
 #include <stdint.h>
 #include <time.h>
-#include <x86intrin.h>
 
 #include <atomic>
 #include <string>
 
+#include "arch.h"
 #include "freeze.h"
 #include "stack_table.h"
 
@@ -83,7 +83,7 @@ inline bool on() {
 }
 
 inline uint64_t now() {
-  if (g_hot.tsc) return __rdtsc();
+  if (arch::kHasTsc && g_hot.tsc) return arch::tsc();
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);

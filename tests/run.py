@@ -74,7 +74,9 @@ FINAL_RE = re.compile(r"^(\d+) passed, (\d+) failed$")
 CASE_RE = re.compile(r"^(PASS|FAIL) (\S+)")
 
 
-def run_units(build, filt, timeout, tally, tmp):
+def run_units(build, filt, timeout, tally, tmp, emu=(), skip=None):
+    """emu: the command that runs a binary of another machine (tests/arm64/run.py);
+    skip: {binary: why} not run there."""
     unit_dir = os.path.join(build, "tests", "unit")
     sources = sorted(f[:-3] for f in os.listdir(UNIT_SRC) if f.endswith("_test.cc")) \
         if os.path.isdir(UNIT_SRC) else []
@@ -87,10 +89,14 @@ def run_units(build, filt, timeout, tally, tmp):
                       % (name, unit_dir, name))
     for name in bins:
         prefix = "unit/" + name
+        if skip and name in skip:
+            if not filt or filt in prefix:
+                tally.skip(prefix, skip[name])
+            continue
         path = os.path.join(unit_dir, name)
         cwd = tempfile.mkdtemp(prefix="unit-", dir=tmp)
         try:
-            p = subprocess.run([path], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            p = subprocess.run(list(emu) + [path], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                timeout=timeout, start_new_session=True)
         except subprocess.TimeoutExpired as e:
             if not filt or filt in prefix:

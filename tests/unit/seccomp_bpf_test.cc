@@ -20,7 +20,11 @@ namespace {
 using seccomp_bpf::Outcome;
 using Prog = std::vector<struct sock_filter>;
 
+#if defined(__aarch64__)
+constexpr uint32_t kArch = AUDIT_ARCH_AARCH64;
+#else
 constexpr uint32_t kArch = AUDIT_ARCH_X86_64;
+#endif
 constexpr uint32_t kNr = offsetof(struct seccomp_data, nr), kArchOff = offsetof(struct seccomp_data, arch);
 constexpr uint32_t arg_lo(int i) { return uint32_t(offsetof(struct seccomp_data, args) + 8 * i); }
 

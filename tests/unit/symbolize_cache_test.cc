@@ -222,9 +222,10 @@ TEST(stale_entry_is_never_used) {
   const std::string lib = runtime_so::make_temp_dir(), dir = runtime_so::make_temp_dir();
   const std::string so = runtime_so::build(lib, "symstale", false);
   const std::string debug = lib + "/.debug/keep.debug";  // where the debuglink points
-  const std::string cmd = "mkdir -p " + lib + "/.debug && objcopy --only-keep-debug " + so + " " + lib +
-                          "/keep.debug && strip --strip-all " + so + " && objcopy --add-gnu-debuglink=" + lib +
-                          "/keep.debug " + so + " && rm " + lib + "/keep.debug";
+  const std::string objcopy = runtime_so::tool("objcopy");
+  const std::string cmd = "mkdir -p " + lib + "/.debug && " + objcopy + " --only-keep-debug " + so + " " + lib +
+                          "/keep.debug && " + runtime_so::tool("strip") + " --strip-all " + so + " && " + objcopy +
+                          " --add-gnu-debuglink=" + lib + "/keep.debug " + so + " && rm " + lib + "/keep.debug";
   CHECK(!so.empty() && std::system(cmd.c_str()) == 0);
   runtime_so::Loaded fx = runtime_so::load(so, "symstale");
   CHECK(fx.exported != 0);
@@ -236,8 +237,9 @@ TEST(stale_entry_is_never_used) {
   CHECK(run(addrs, dir, text).stats.cached == 1);
   // The debug package arrives: its file where the debuglink points.
   // The same command, so the same build ID: this module's debug file.
-  const std::string build = "cc -shared -fPIC -g -O1 -fno-toplevel-reorder -DPFX=symstale -o " + lib + "/full.so " +
-                            lib + "/symstale.c && objcopy --only-keep-debug " + lib + "/full.so " + debug;
+  const std::string build = runtime_so::tool("cc") + " -shared -fPIC -g -O1 -fno-toplevel-reorder -DPFX=symstale -o " +
+                            lib + "/full.so " + lib + "/symstale.c && " + objcopy + " --only-keep-debug " + lib +
+                            "/full.so " + debug;
   CHECK(std::system(build.c_str()) == 0);
   const Run fresh = run(addrs, "", text);
   CHECK(fresh.results[0].frames.size() == 1 && fresh.results[0].frames[0].line > 0);

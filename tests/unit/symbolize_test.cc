@@ -343,9 +343,10 @@ TEST(separate_debug_file_found_by_debuglink) {
   const int before = check::failures();
   const std::string dir = runtime_so::make_temp_dir();
   const std::string so = runtime_so::build(dir, "symlink", false);
-  const std::string cmd = "mkdir -p " + dir + "/.debug && objcopy --only-keep-debug " + so + " " + dir +
-                          "/.debug/libsymlink.so.debug && strip --strip-all " + so +
-                          " && objcopy --add-gnu-debuglink=" + dir + "/.debug/libsymlink.so.debug " + so;
+  const std::string objcopy = runtime_so::tool("objcopy");
+  const std::string cmd = "mkdir -p " + dir + "/.debug && " + objcopy + " --only-keep-debug " + so + " " + dir +
+                          "/.debug/libsymlink.so.debug && " + runtime_so::tool("strip") + " --strip-all " + so +
+                          " && " + objcopy + " --add-gnu-debuglink=" + dir + "/.debug/libsymlink.so.debug " + so;
   CHECK(!so.empty() && std::system(cmd.c_str()) == 0);
   runtime_so::Loaded fx = runtime_so::load(so, "symlink");
   CHECK(fx.hidden != 0);
@@ -472,7 +473,9 @@ TEST(fifty_thousand_addresses_in_well_under_a_second) {
   CHECK_EQ(out.size(), addrs.size());
   CHECK(addrs.size() > want * 9 / 10);
   CHECK(named > addrs.size() / 2);
-  CHECK(secs < 3.0);  // ~0.6 s of CPU here
+  // ~0.6 s of CPU here; PROFSHIM_TEST_CPU_SCALE: an emulator's slowdown (tests/arm64/run.py).
+  const char* scale = getenv("PROFSHIM_TEST_CPU_SCALE");
+  CHECK(secs < 3.0 * (scale && atof(scale) >= 1 ? atof(scale) : 1.0));
   if (check::failures() > before)
     std::fprintf(stderr, "  %zu addresses, %zu named, %.3f s\n", addrs.size(), named, secs);
 }
