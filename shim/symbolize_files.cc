@@ -109,7 +109,7 @@ int find_elf(Dwfl_Module*, void** userdata, const char*, Dwarf_Addr, char** file
   // cgo program); its inflated copy in the symbol cache is mapped instead,
   // and only the pages read count.
   const int was = fd;
-  fd = use_inflated(fd, mi);
+  fd = use_inflated(fd, mi, ".elf");
   if (fd != was) {
     dw().elf_end(elf);
     elf = dw().elf_begin(fd, ELF_C_READ_MMAP, nullptr);

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -159,6 +160,30 @@ bool pad_to(int fd, uint64_t* pos, uint64_t align) {
   return true;
 }
 
+// A copy is as large as the file with its sections inflated (a Go
+// service's binary: hundreds of MB). It is made only under a cap, and only
+// where the file system keeps twice that free besides a margin, so the copy
+// never takes the space the program's own writes need (a snapshot's copy is
+// made while it runs); refused, libdw reads the compressed sections itself.
+constexpr uint64_t kMaxCopy = uint64_t(256) << 20;
+constexpr uint64_t kFreeMargin = uint64_t(64) << 20;
+
+bool room_for(int in, const std::string& dir, const std::vector<Elf64_Shdr>& sh) {
+  uint64_t total = 0;
+  for (const Elf64_Shdr& s : sh) {
+    uint64_t n = s.sh_type == SHT_NOBITS ? 0 : s.sh_size;
+    Elf64_Chdr ch{};
+    if ((s.sh_flags & SHF_COMPRESSED) && n >= sizeof ch && pread_all(in, &ch, sizeof ch, s.sh_offset)) n = ch.ch_size;
+    total += n;
+    if (total > kMaxCopy) return false;
+  }
+  struct stat st;
+  if (fstat(in, &st) == 0 && uint64_t(st.st_size) > total) total = uint64_t(st.st_size);
+  struct statfs fs;  // (a call the seccomp probe already holds the stop to)
+  if (statfs(dir.c_str(), &fs) != 0) return false;
+  return total <= kMaxCopy && uint64_t(fs.f_bavail) * uint64_t(fs.f_bsize) >= 2 * total + kFreeMargin;
+}
+
 // Writes the copy of the ELF64 file `in` to `out` one section at a time,
 // each compressed one inflated as it is written (gzip::inflate_file): the
 // stop's memory is a few buffers, not the file inflated whole (libelf's
@@ -169,7 +194,7 @@ bool pad_to(int fd, uint64_t* pos, uint64_t align) {
 // headers last. A program header keeps its place relative to the section
 // it lies in. 1 when written, 0 when the
 // file is not one this knows (then libelf makes the copy), -1 on failure.
-int stream_copy(int in, int out) {
+int stream_copy(int in, int out, const std::string& dir) {
   Elf64_Ehdr eh;
   if (!pread_all(in, &eh, sizeof eh, 0) || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
       eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB ||
@@ -182,6 +207,7 @@ int stream_copy(int in, int out) {
   if (!pread_all(in, sh.data(), sh.size() * sizeof sh[0], eh.e_shoff) ||
       (eh.e_phnum && !pread_all(in, ph.data(), ph.size() * sizeof ph[0], eh.e_phoff)))
     return -1;
+  if (!room_for(in, dir, sh)) return -1;
   std::vector<Elf64_Shdr> nsh = sh;
   std::vector<size_t> order;
   for (size_t i = 1; i < sh.size(); ++i)
@@ -268,7 +294,7 @@ bool make_copy(int fd, const std::string& dir, const std::string& path) {
   const std::string tmp = dir + "/." + path.substr(dir.size() + 1) + suffix;
   int out = fsroot::open(tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (out < 0) return false;
-  int streamed = stream_copy(fd, out);
+  int streamed = stream_copy(fd, out, dir);
   bool ok = streamed == 1;
   if (streamed == 0) ok = ftruncate(out, 0) == 0 && lseek(out, 0, SEEK_SET) == 0 && libelf_copy(fd, out);
   if (close(out) != 0) ok = false;
@@ -279,7 +305,7 @@ bool make_copy(int fd, const std::string& dir, const std::string& path) {
 
 }  // namespace
 
-int use_inflated(int fd, ModInfo* mi) {
+int use_inflated(int fd, ModInfo* mi, const char* ext) {
   if (fd < 0 || !mi || mi->profile_dir.empty() || mi->build_id.empty()) return fd;
   gzip::load(nullptr);  // (done at setup already; a unit test's first call)
   Elf* e = dw().elf_begin(fd, ELF_C_READ_MMAP, nullptr);
@@ -290,7 +316,7 @@ int use_inflated(int fd, ModInfo* mi) {
   struct stat st;
   const bool existed = fsroot::lstat(cache::dir_of(mi->profile_dir).c_str(), &st) == 0;
   if (!cache::prepare_dir(mi->profile_dir, true, &dir).empty() || dir.empty()) return fd;
-  const std::string path = dir + "/" + hex(mi->build_id) + ".debug";
+  const std::string path = dir + "/" + hex(mi->build_id) + ext;
   int copy = open_copy(path, mi->build_id);
   if (copy < 0 && make_copy(fd, dir, path)) copy = open_copy(path, mi->build_id);
   if (copy < 0) {

@@ -166,7 +166,9 @@ void fill_callbacks(Dwfl_Callbacks* cb);
 // fd, an open debug file of mi: if its DWARF is compressed, the inflated
 // copy of it in the symbol cache instead (made if need be; fd is then
 // closed), else fd itself.
-int use_inflated(int fd, ModInfo* mi);
+// ext: ".debug" for a separate debug file, ".elf" for the module's own file,
+// which has the same build ID: each copy is of its own file.
+int use_inflated(int fd, ModInfo* mi, const char* ext = ".debug");
 
 // --- symbolize_table.cc: a module's function symbols in the symbol cache ---
 
