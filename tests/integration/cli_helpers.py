@@ -27,6 +27,9 @@ def shim_table():
     src = open(os.path.join(REPO, "shim", "config.cc")).read()
     body = src[src.index("const Var kVars[]"):]
     body = body[:body.index("\n};")]
+    # The rows of a build without some part (#else: arm64's jemalloc has no
+    # profiling) are not this build's.
+    body = re.sub(r"\n#else\n.*?\n#endif", "\n", body, flags=re.S)
     rows = []
     for m in re.finditer(r"\{((?:\s*\"(?:[^\"\\]|\\.)*\"\s*,?)+)\s*\[\]", body):
         fields, cur = [], None
