@@ -14,6 +14,7 @@
 #include <atomic>
 
 #include "errline.h"
+#include "glibc_compat.h"
 #include "freeze.h"
 #include "go_stacks.h"
 #include "go_unwind.h"
@@ -245,13 +246,14 @@ bool detect() {
 bool is_go() { return g_go; }
 
 bool in_go_object(const void* pc) {
-  // _dl_find_object takes no lock (dl_iterate_phdr takes the loader's).
+  // _dl_find_object takes no lock (dl_iterate_phdr takes the loader's);
+  // before glibc 2.35 there is none, and no pc is known to be Go's here.
   // Its object's ELF header and program headers open its first mapping, as
   // every linker lays one out, Go's too: read within that first page; a
   // note only where a loaded segment covers it (between segments, the
   // loader leaves holes that fault).
   struct dl_find_object fo;
-  if (_dl_find_object(const_cast<void*>(pc), &fo) != 0 || !fo.dlfo_link_map) return false;
+  if (glibc_compat::dl_find_object(const_cast<void*>(pc), &fo) != 0 || !fo.dlfo_link_map) return false;
   const uintptr_t lo = uintptr_t(fo.dlfo_map_start), hi = uintptr_t(fo.dlfo_map_end);
   constexpr uintptr_t kPage = 4096;
   const auto* eh = static_cast<const ElfW(Ehdr)*>(fo.dlfo_map_start);

@@ -1,0 +1,204 @@
+// glibc_compat: the library binds no glibc symbol version newer than 2.31;
+// see glibc_compat.h and docs/DESIGN.md "Which glibc".
+#include "glibc_compat.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <link.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "real.h"
+
+// --- functions bound to their old version ----------------------------------
+// glibc 2.34 moved libpthread's, libdl's and librt's functions into libc and
+// gave them a new default version there (GLIBC_2.34); the old one stays as a
+// compatibility symbol. Each reference to one of them, the shim's own and
+// those of the archives linked in (libstdc++, libgcc, jemalloc), is sent by
+// the link (-Wl,--wrap=NAME) to __wrap_NAME, a jump to NAME@OLD. On 2.31 the
+// old version is found in libpthread.so.0 / libdl.so.2 / librt.so.1, which
+// the library names as needed (on 2.34 and later they are empty stubs and
+// the lookup finds the same symbol in libc). The Makefile reads the names
+// to wrap from the OLD(...) lines below: one list.
+#if defined(__x86_64__)
+#define PICK(x86, arm) x86
+#define JUMP(target) "jmp " target "@PLT"
+#elif defined(__aarch64__)
+#define PICK(x86, arm) arm
+#define JUMP(target) "b " target
+#else
+#error "glibc_compat: unknown architecture (its glibc's base symbol versions are needed here)"
+#endif
+
+// A jump, not a call: the caller's return address is what libc sees (dlsym's
+// RTLD_NEXT is relative to it), and no frame of ours is between.
+#define OLD(sym, x86_version)                                                        \
+  __asm__(".symver profshim_old_" #sym ", " #sym "@" PICK(x86_version, "GLIBC_2.17") "\n" \
+          ".text\n.globl __wrap_" #sym "\n.hidden __wrap_" #sym "\n"                 \
+          ".type __wrap_" #sym ", %function\n__wrap_" #sym ":\n.cfi_startproc\n\t"    \
+          JUMP("profshim_old_" #sym) "\n.cfi_endproc\n"                               \
+          ".size __wrap_" #sym ", .-__wrap_" #sym "\n");
+
+// libpthread's
+OLD(__pthread_key_create, "GLIBC_2.2.5")
+OLD(pthread_key_create, "GLIBC_2.2.5")
+OLD(pthread_getspecific, "GLIBC_2.2.5")
+OLD(pthread_setspecific, "GLIBC_2.2.5")
+OLD(pthread_once, "GLIBC_2.2.5")
+OLD(pthread_mutex_trylock, "GLIBC_2.2.5")
+OLD(pthread_mutexattr_init, "GLIBC_2.2.5")
+OLD(pthread_mutexattr_destroy, "GLIBC_2.2.5")
+OLD(pthread_mutexattr_settype, "GLIBC_2.2.5")
+OLD(pthread_rwlock_tryrdlock, "GLIBC_2.2.5")
+OLD(pthread_rwlock_trywrlock, "GLIBC_2.2.5")
+OLD(pthread_attr_getguardsize, "GLIBC_2.2.5")
+OLD(pthread_attr_getstack, "GLIBC_2.2.5")
+OLD(pthread_attr_getstacksize, "GLIBC_2.2.5")
+OLD(pthread_attr_setstacksize, "GLIBC_2.2.5")
+// 2.32's pthread_getattr_np also fills in the attribute's signal mask,
+// which the shim never reads.
+OLD(pthread_getattr_np, "GLIBC_2.2.5")
+OLD(pthread_getattr_default_np, "GLIBC_2.18")
+OLD(pthread_getname_np, "GLIBC_2.12")
+OLD(pthread_setname_np, "GLIBC_2.12")
+// libdl's
+OLD(dlsym, "GLIBC_2.2.5")
+OLD(dlvsym, "GLIBC_2.2.5")
+OLD(dlerror, "GLIBC_2.2.5")
+OLD(dladdr, "GLIBC_2.2.5")
+OLD(dladdr1, "GLIBC_2.3.3")
+// librt's (2.3.3: the timer_t that is the kernel's id; 2.2.5's is older)
+OLD(timer_create, "GLIBC_2.3.3")
+OLD(timer_settime, "GLIBC_2.3.3")
+OLD(timer_delete, "GLIBC_2.3.3")
+
+// --- stat, fstat, lstat, fstatat -------------------------------------------
+// Real functions since 2.33; before, inline calls to __xstat and its
+// siblings with the structure's version, which every glibc still exports.
+#if defined(__x86_64__)
+constexpr int kStatVer = 1;  // _STAT_VER_LINUX
+#else
+constexpr int kStatVer = 0;
+#endif
+extern "C" {
+int profshim_old_xstat(int, const char*, struct stat*);
+int profshim_old_lxstat(int, const char*, struct stat*);
+int profshim_old_fxstat(int, int, struct stat*);
+int profshim_old_fxstatat(int, int, const char*, struct stat*, int);
+}
+__asm__(".symver profshim_old_xstat, __xstat@" PICK("GLIBC_2.2.5", "GLIBC_2.17") "\n"
+        ".symver profshim_old_lxstat, __lxstat@" PICK("GLIBC_2.2.5", "GLIBC_2.17") "\n"
+        ".symver profshim_old_fxstat, __fxstat@" PICK("GLIBC_2.2.5", "GLIBC_2.17") "\n"
+        ".symver profshim_old_fxstatat, __fxstatat@" PICK("GLIBC_2.4", "GLIBC_2.17") "\n");
+
+#define HIDDEN extern "C" __attribute__((visibility("hidden")))
+HIDDEN int __wrap_stat(const char* path, struct stat* st) { return profshim_old_xstat(kStatVer, path, st); }
+HIDDEN int __wrap_lstat(const char* path, struct stat* st) { return profshim_old_lxstat(kStatVer, path, st); }
+HIDDEN int __wrap_fstat(int fd, struct stat* st) { return profshim_old_fxstat(kStatVer, fd, st); }
+HIDDEN int __wrap_fstatat(int dirfd, const char* path, struct stat* st, int flags) {
+  return profshim_old_fxstatat(kStatVer, dirfd, path, st, flags);
+}
+
+// --- stand-ins for what has no old version ----------------------------------
+// 2.32: read by libstdc++'s inline code to skip atomics. 0 ("maybe
+// threaded") is always correct, only not the fastest.
+extern "C" {
+__attribute__((visibility("hidden"))) char __libc_single_threaded;  // zero
+}
+
+// 2.36: libstdc++'s std::random_device. The kernel's generator, as glibc's.
+HIDDEN uint32_t __wrap_arc4random(void) {
+  uint32_t v = 0;
+  if (syscall(SYS_getrandom, &v, sizeof v, 0) == long(sizeof v)) return v;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint32_t(ts.tv_nsec) ^ uint32_t(ts.tv_sec) * 2654435761u ^ uint32_t(getpid()) << 16;
+}
+
+// --- looked up at setup --------------------------------------------------------
+namespace glibc_compat {
+namespace {
+
+using SetSigmask = int (*)(pthread_attr_t*, const sigset_t*);
+using FindObject = int (*)(void*, void*);
+SetSigmask g_setsigmask;  // 2.32
+FindObject g_find_object;  // 2.35
+
+}  // namespace
+
+void init() {
+  g_setsigmask = reinterpret_cast<SetSigmask>(dlsym(RTLD_DEFAULT, "pthread_attr_setsigmask_np"));
+  g_find_object = reinterpret_cast<FindObject>(dlsym(RTLD_DEFAULT, "_dl_find_object"));
+}
+
+int create_masked(CreateFn create, pthread_t* t, pthread_attr_t* attr, const sigset_t* mask,
+                  void* (*fn)(void*), void* arg) {
+  if (g_setsigmask && g_setsigmask(attr, mask) == 0) return create(t, attr, fn, arg);
+  // The original pthread_sigmask (not the shim's, which keeps its own signal
+  // unblocked): glibc keeps its internal signals out of the mask.
+  sigset_t old;
+  if (real::pthread_sigmask()(SIG_SETMASK, mask, &old) != 0) return create(t, attr, fn, arg);
+  const int rc = create(t, attr, fn, arg);
+  real::pthread_sigmask()(SIG_SETMASK, &old, nullptr);
+  return rc;
+}
+
+namespace {
+
+// struct dl_find_object as glibc 2.35 lays it out (its header may be older).
+struct FoundObject {
+  unsigned long long flags;
+  void* map_start;
+  void* map_end;
+  struct link_map* link_map;
+  void* eh_frame;
+  unsigned long long reserved[7];
+};
+
+struct Search {
+  uintptr_t pc;
+  FoundObject* out;
+};
+
+int find_in(struct dl_phdr_info* info, size_t, void* data) {
+  auto* s = static_cast<Search*>(data);
+  uintptr_t lo = UINTPTR_MAX, hi = 0, eh = 0;
+  bool inside = false;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    const uintptr_t start = info->dlpi_addr + ph.p_vaddr;
+    if (ph.p_type == PT_LOAD) {
+      if (start < lo) lo = start;
+      if (start + ph.p_memsz > hi) hi = start + ph.p_memsz;
+      if (s->pc >= start && s->pc < start + ph.p_memsz) inside = true;
+    } else if (ph.p_type == PT_GNU_EH_FRAME) {
+      eh = start;
+    }
+  }
+  if (!inside) return 0;
+  *s->out = FoundObject{};
+  s->out->map_start = reinterpret_cast<void*>(lo & ~uintptr_t(4095));
+  s->out->map_end = reinterpret_cast<void*>((hi + 4095) & ~uintptr_t(4095));
+  s->out->eh_frame = reinterpret_cast<void*>(eh);
+  return 1;
+}
+
+}  // namespace
+
+// Before 2.35: found with dl_iterate_phdr, which takes the loader's lock, as
+// libgcc's unwinder did itself before GCC 12 (and bullseye's still does).
+// No link map: what needs one (a Go object's notes) is not known there.
+int dl_find_object(void* pc, void* result) {
+  if (FindObject f = g_find_object) return f(pc, result);
+  Search s{uintptr_t(pc), static_cast<FoundObject*>(result)};
+  return dl_iterate_phdr(find_in, &s) == 1 && s.out->eh_frame ? 0 : -1;
+}
+
+}  // namespace glibc_compat
+
+// libgcc's unwinder (GCC 12 and later) finds a pc's unwind tables only with
+// _dl_find_object: without it every walk would end at its first frame.
+HIDDEN int __wrap__dl_find_object(void* pc, void* result) { return glibc_compat::dl_find_object(pc, result); }

@@ -1,0 +1,35 @@
+// glibc_compat: one library for glibc 2.31 to 2.41. Built on a newer
+// glibc, the link would bind symbol versions a Debian 11 host lacks
+// ("version GLIBC_2.3x not found": the program never starts). The Makefile
+// wraps (--wrap) every function that would bind a version newer than 2.31
+// onto its old version (glibc_compat.cc); what has no old version is a
+// stand-in here, or looked up at run time (docs/DESIGN.md "Which glibc");
+// scripts/check-glibc-versions holds the library to it.
+#pragma once
+
+#include <pthread.h>
+#include <signal.h>
+
+namespace glibc_compat {
+
+// The newest glibc symbol version the library may bind.
+constexpr int kMaxMajor = 2, kMaxMinor = 31;
+
+// In the constructor, before any thread of the shim's: looks up the calls
+// newer than 2.31 the shim uses where present (absent, it does without:
+// nothing it needs is among them; what it needs, real::resolve_all checks).
+void init();
+
+// pthread_create with the new thread's signal mask `mask`: set on the
+// attribute where libc can (pthread_attr_setsigmask_np, 2.32), else blocked
+// in the creating thread around the create (the new thread inherits it)
+// and restored. `attr` is the caller's, initialised.
+using CreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
+int create_masked(CreateFn create, pthread_t* t, pthread_attr_t* attr, const sigset_t* mask,
+                  void* (*fn)(void*), void* arg);
+
+// _dl_find_object (2.35; takes no lock, unlike dl_iterate_phdr): -1 where
+// libc has none, or before init. `result` is a struct dl_find_object.
+int dl_find_object(void* pc, void* result);
+
+}  // namespace glibc_compat
