@@ -32,9 +32,9 @@ SHIM_OBJS := $(patsubst shim/%.cc,$(BUILD)/shim/%.o,$(SHIM_SRCS))
 # (shim/stackwalk_guard.h).
 # glibc 2.31 (Debian 11) and newer from one build: every function that would
 # bind a glibc version newer than 2.31 is wrapped onto its old version or a
-# stand-in (shim/glibc_compat.cc, whose OLD(...) lines name them), and
+# stand-in (shim/glibc_compat.cc, whose OLD and OLD_AS lines name them), and
 # scripts/check-glibc-versions fails the link if one is left.
-COMPAT_WRAP  := $(shell sed -n 's/^OLD.\([A-Za-z0-9_]*\),.*/\1/p' shim/glibc_compat.cc) stat lstat fstat fstatat arc4random _dl_find_object
+COMPAT_WRAP  := $(shell sed -n 's/^OLD[_A-Z]*.\([A-Za-z0-9_]*\),.*/\1/p' shim/glibc_compat.cc) stat lstat fstat fstatat arc4random _dl_find_object
 SHIM_LDFLAGS := -shared -Wl,--version-script=$(BUILD)/exports.map -Wl,--wrap=_Unwind_Find_FDE \
                 $(foreach f,$(COMPAT_WRAP),-Wl,--wrap=$(f)) \
                 -Wl,-z,nodelete -Wl,-z,now -Wl,--no-undefined \

@@ -33,47 +33,67 @@
 #error "glibc_compat: unknown architecture (its glibc's base symbol versions are needed here)"
 #endif
 
+// The versions are x86-64's and arm64's (whose glibc starts at 2.17).
 // A jump, not a call: the caller's return address is what libc sees (dlsym's
 // RTLD_NEXT is relative to it), and no frame of ours is between.
-#define OLD(sym, x86_version)                                                        \
-  __asm__(".symver profshim_old_" #sym ", " #sym "@" PICK(x86_version, "GLIBC_2.17") "\n" \
+#define OLD(sym, x86_version, arm_version) OLD_AS(sym, sym, x86_version, arm_version)
+#define OLD_AS(sym, old, x86_version, arm_version)                                   \
+  __asm__(".symver profshim_old_" #sym ", " #old "@" PICK(x86_version, arm_version) "\n" \
           ".text\n.globl __wrap_" #sym "\n.hidden __wrap_" #sym "\n"                 \
           ".type __wrap_" #sym ", %function\n__wrap_" #sym ":\n.cfi_startproc\n\t"    \
           JUMP("profshim_old_" #sym) "\n.cfi_endproc\n"                               \
           ".size __wrap_" #sym ", .-__wrap_" #sym "\n");
 
 // libpthread's
-OLD(__pthread_key_create, "GLIBC_2.2.5")
-OLD(pthread_key_create, "GLIBC_2.2.5")
-OLD(pthread_getspecific, "GLIBC_2.2.5")
-OLD(pthread_setspecific, "GLIBC_2.2.5")
-OLD(pthread_once, "GLIBC_2.2.5")
-OLD(pthread_mutex_trylock, "GLIBC_2.2.5")
-OLD(pthread_mutexattr_init, "GLIBC_2.2.5")
-OLD(pthread_mutexattr_destroy, "GLIBC_2.2.5")
-OLD(pthread_mutexattr_settype, "GLIBC_2.2.5")
-OLD(pthread_rwlock_tryrdlock, "GLIBC_2.2.5")
-OLD(pthread_rwlock_trywrlock, "GLIBC_2.2.5")
-OLD(pthread_attr_getguardsize, "GLIBC_2.2.5")
-OLD(pthread_attr_getstack, "GLIBC_2.2.5")
-OLD(pthread_attr_getstacksize, "GLIBC_2.2.5")
-OLD(pthread_attr_setstacksize, "GLIBC_2.2.5")
+OLD(__pthread_key_create, "GLIBC_2.2.5", "GLIBC_2.17")
+OLD(pthread_key_create, "GLIBC_2.2.5", "GLIBC_2.17")
+OLD(pthread_getspecific, "GLIBC_2.2.5", "GLIBC_2.17")
+OLD(pthread_setspecific, "GLIBC_2.2.5", "GLIBC_2.17")
+OLD(pthread_once, "GLIBC_2.2.5", "GLIBC_2.17")
+OLD(pthread_mutex_trylock, "GLIBC_2.2.5", "GLIBC_2.17")
+OLD(pthread_mutexattr_init, "GLIBC_2.2.5", "GLIBC_2.17")
+OLD(pthread_mutexattr_destroy, "GLIBC_2.2.5", "GLIBC_2.17")
+OLD(pthread_mutexattr_settype, "GLIBC_2.2.5", "GLIBC_2.17")
+OLD(pthread_rwlock_tryrdlock, "GLIBC_2.2.5", "GLIBC_2.17")
+OLD(pthread_rwlock_trywrlock, "GLIBC_2.2.5", "GLIBC_2.17")
+OLD(pthread_attr_getguardsize, "GLIBC_2.2.5", "GLIBC_2.17")
+OLD(pthread_attr_getstack, "GLIBC_2.2.5", "GLIBC_2.17")
+OLD(pthread_attr_getstacksize, "GLIBC_2.2.5", "GLIBC_2.17")
+OLD(pthread_attr_setstacksize, "GLIBC_2.2.5", "GLIBC_2.17")
 // 2.32's pthread_getattr_np also fills in the attribute's signal mask,
 // which the shim never reads.
-OLD(pthread_getattr_np, "GLIBC_2.2.5")
-OLD(pthread_getattr_default_np, "GLIBC_2.18")
-OLD(pthread_getname_np, "GLIBC_2.12")
-OLD(pthread_setname_np, "GLIBC_2.12")
+OLD(pthread_getattr_np, "GLIBC_2.2.5", "GLIBC_2.17")
+OLD(pthread_getattr_default_np, "GLIBC_2.18", "GLIBC_2.18")
+OLD(pthread_getname_np, "GLIBC_2.12", "GLIBC_2.17")
+OLD(pthread_setname_np, "GLIBC_2.12", "GLIBC_2.17")
 // libdl's
-OLD(dlsym, "GLIBC_2.2.5")
-OLD(dlvsym, "GLIBC_2.2.5")
-OLD(dlerror, "GLIBC_2.2.5")
-OLD(dladdr, "GLIBC_2.2.5")
-OLD(dladdr1, "GLIBC_2.3.3")
+OLD(dlsym, "GLIBC_2.2.5", "GLIBC_2.17")
+OLD(dlvsym, "GLIBC_2.2.5", "GLIBC_2.17")
+OLD(dlerror, "GLIBC_2.2.5", "GLIBC_2.17")
+OLD(dladdr, "GLIBC_2.2.5", "GLIBC_2.17")
+OLD(dladdr1, "GLIBC_2.3.3", "GLIBC_2.17")
 // librt's (2.3.3: the timer_t that is the kernel's id; 2.2.5's is older)
-OLD(timer_create, "GLIBC_2.3.3")
-OLD(timer_settime, "GLIBC_2.3.3")
-OLD(timer_delete, "GLIBC_2.3.3")
+OLD(timer_create, "GLIBC_2.3.3", "GLIBC_2.17")
+OLD(timer_settime, "GLIBC_2.3.3", "GLIBC_2.17")
+OLD(timer_delete, "GLIBC_2.3.3", "GLIBC_2.17")
+
+// glibc 2.38 (Debian 13) headers send strtol and sscanf to their C23
+// versions under _GNU_SOURCE (they also read "0b101"): the shim's and
+// libstdc++'s calls bound to the classic ones, which parse all it reads.
+OLD_AS(__isoc23_strtol, strtol, "GLIBC_2.2.5", "GLIBC_2.17")
+OLD_AS(__isoc23_strtoul, strtoul, "GLIBC_2.2.5", "GLIBC_2.17")
+OLD_AS(__isoc23_strtoll, strtoll, "GLIBC_2.2.5", "GLIBC_2.17")
+OLD_AS(__isoc23_strtoull, strtoull, "GLIBC_2.2.5", "GLIBC_2.17")
+OLD_AS(__isoc23_strtoimax, strtoimax, "GLIBC_2.2.5", "GLIBC_2.17")
+OLD_AS(__isoc23_strtoumax, strtoumax, "GLIBC_2.2.5", "GLIBC_2.17")
+OLD_AS(__isoc23_sscanf, __isoc99_sscanf, "GLIBC_2.7", "GLIBC_2.17")
+OLD_AS(__isoc23_vsscanf, __isoc99_vsscanf, "GLIBC_2.7", "GLIBC_2.17")
+OLD_AS(__isoc23_fscanf, __isoc99_fscanf, "GLIBC_2.7", "GLIBC_2.17")
+OLD_AS(__isoc23_vfscanf, __isoc99_vfscanf, "GLIBC_2.7", "GLIBC_2.17")
+OLD_AS(__isoc23_wcstol, wcstol, "GLIBC_2.2.5", "GLIBC_2.17")
+OLD_AS(__isoc23_wcstoul, wcstoul, "GLIBC_2.2.5", "GLIBC_2.17")
+OLD_AS(__isoc23_wcstoll, wcstoll, "GLIBC_2.2.5", "GLIBC_2.17")
+OLD_AS(__isoc23_wcstoull, wcstoull, "GLIBC_2.2.5", "GLIBC_2.17")
 
 // --- stat, fstat, lstat, fstatat -------------------------------------------
 // Real functions since 2.33; before, inline calls to __xstat and its
