@@ -22,7 +22,7 @@
 // old version is found in libpthread.so.0 / libdl.so.2 / librt.so.1, which
 // the library names as needed (on 2.34 and later they are empty stubs and
 // the lookup finds the same symbol in libc). The Makefile reads the names
-// to wrap from the OLD(...) lines below: one list.
+// to wrap from the OLD and OLD_AS lines below: one list.
 #if defined(__x86_64__)
 #define PICK(x86, arm) x86
 #define JUMP(target) "jmp " target "@PLT"
