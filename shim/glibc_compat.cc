@@ -168,16 +168,6 @@ int create_masked(CreateFn create, pthread_t* t, pthread_attr_t* attr, const sig
 
 namespace {
 
-// struct dl_find_object as glibc 2.35 lays it out (its header may be older).
-struct FoundObject {
-  unsigned long long flags;
-  void* map_start;
-  void* map_end;
-  struct link_map* link_map;
-  void* eh_frame;
-  unsigned long long reserved[7];
-};
-
 struct Search {
   uintptr_t pc;
   FoundObject* out;
@@ -211,9 +201,9 @@ int find_in(struct dl_phdr_info* info, size_t, void* data) {
 // Before 2.35: found with dl_iterate_phdr, which takes the loader's lock, as
 // libgcc's unwinder did itself before GCC 12 (and bullseye's still does).
 // No link map: what needs one (a Go object's notes) is not known there.
-int dl_find_object(void* pc, void* result) {
+int dl_find_object(void* pc, FoundObject* result) {
   if (FindObject f = g_find_object) return f(pc, result);
-  Search s{uintptr_t(pc), static_cast<FoundObject*>(result)};
+  Search s{uintptr_t(pc), result};
   return dl_iterate_phdr(find_in, &s) == 1 && s.out->eh_frame ? 0 : -1;
 }
 
@@ -221,4 +211,6 @@ int dl_find_object(void* pc, void* result) {
 
 // libgcc's unwinder (GCC 12 and later) finds a pc's unwind tables only with
 // _dl_find_object: without it every walk would end at its first frame.
-HIDDEN int __wrap__dl_find_object(void* pc, void* result) { return glibc_compat::dl_find_object(pc, result); }
+HIDDEN int __wrap__dl_find_object(void* pc, void* result) {
+  return glibc_compat::dl_find_object(pc, static_cast<glibc_compat::FoundObject*>(result));
+}

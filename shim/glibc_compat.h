@@ -7,8 +7,20 @@
 // scripts/check-glibc-versions holds the library to it.
 #pragma once
 
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/syscall.h>
+
+// Older headers (glibc 2.31) lack these.
+#ifndef SYS_close_range
+#define SYS_close_range 436  // the same on every architecture
+#endif
+#if !__GLIBC_PREREQ(2, 33)
+struct mallinfo2 {  // as glibc 2.33 declares it
+  size_t arena, ordblks, smblks, hblks, hblkhd, usmblks, fsmblks, uordblks, fordblks, keepcost;
+};
+#endif
 
 namespace glibc_compat {
 
@@ -28,8 +40,18 @@ using CreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), vo
 int create_masked(CreateFn create, pthread_t* t, pthread_attr_t* attr, const sigset_t* mask,
                   void* (*fn)(void*), void* arg);
 
-// _dl_find_object (2.35; takes no lock, unlike dl_iterate_phdr): -1 where
-// libc has none, or before init. `result` is a struct dl_find_object.
-int dl_find_object(void* pc, void* result);
+// struct dl_find_object as glibc 2.35 lays it out (older headers lack it).
+struct FoundObject {
+  unsigned long long flags;
+  void* map_start;
+  void* map_end;
+  struct link_map* link_map;  // null where found without libc's (before 2.35)
+  void* eh_frame;
+  unsigned long long reserved[7];
+};
+
+// _dl_find_object: libc's (2.35; no lock) where there is one, else found
+// with dl_iterate_phdr (the loader's lock): 0, or -1 if no object holds pc.
+int dl_find_object(void* pc, FoundObject* result);
 
 }  // namespace glibc_compat

@@ -252,11 +252,11 @@ bool in_go_object(const void* pc) {
   // every linker lays one out, Go's too: read within that first page; a
   // note only where a loaded segment covers it (between segments, the
   // loader leaves holes that fault).
-  struct dl_find_object fo;
-  if (glibc_compat::dl_find_object(const_cast<void*>(pc), &fo) != 0 || !fo.dlfo_link_map) return false;
-  const uintptr_t lo = uintptr_t(fo.dlfo_map_start), hi = uintptr_t(fo.dlfo_map_end);
+  glibc_compat::FoundObject fo;
+  if (glibc_compat::dl_find_object(const_cast<void*>(pc), &fo) != 0 || !fo.link_map) return false;
+  const uintptr_t lo = uintptr_t(fo.map_start), hi = uintptr_t(fo.map_end);
   constexpr uintptr_t kPage = 4096;
-  const auto* eh = static_cast<const ElfW(Ehdr)*>(fo.dlfo_map_start);
+  const auto* eh = static_cast<const ElfW(Ehdr)*>(fo.map_start);
   if (hi - lo < kPage || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_phentsize != sizeof(ElfW(Phdr)) ||
       eh->e_phoff + uintptr_t(eh->e_phnum) * sizeof(ElfW(Phdr)) > kPage)
     return false;
@@ -270,7 +270,7 @@ bool in_go_object(const void* pc) {
                ph[i].p_vaddr + ph[i].p_memsz <= ph[j].p_vaddr + ph[j].p_filesz;
     if (!loaded) return false;
   }
-  return go_notes(ph, n, fo.dlfo_link_map->l_addr);
+  return go_notes(ph, n, fo.link_map->l_addr);
 }
 
 bool setup(uint64_t stop_timeout_ms, const char** why) {

@@ -20,6 +20,7 @@
 #include "errline.h"
 #include "export.h"
 #include "fsroot.h"
+#include "glibc_compat.h"
 #include "lifecycle.h"
 #include "real.h"
 

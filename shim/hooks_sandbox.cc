@@ -28,6 +28,7 @@
 #include <sys/syscall.h>
 
 #include "export.h"
+#include "glibc_compat.h"
 #include "lifecycle.h"
 #include "sandbox.h"
 #include "signals.h"
