@@ -143,7 +143,7 @@ UNIT_BINS := $(patsubst tests/unit/%.cc,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
 # unloaded libraries it reads (unload_records.o; the dlclose work that fills
 # it, unload.o, asks the engines and is the shim's alone), the stack table
 # and a fatal signal's verdict.
-CORE_OBJS := $(addprefix $(BUILD)/shim/,atomic_file.o config.o exp_log.o fatal_state.o fsroot.o gzip.o heap_dump.o identity.o pb.o pprof.o \
+CORE_OBJS := $(addprefix $(BUILD)/shim/,atomic_file.o config.o exp_log.o fatal_state.o fsroot.o glibc_compat.o gzip.o heap_dump.o identity.o pb.o pprof.o \
                go_unwind.o procmaps.o real.o seccomp_bpf.o stack_table.o summary.o sys.o unload_records.o unnamed.o) \
              $(filter $(BUILD)/shim/symbolize%,$(SHIM_OBJS))
 

@@ -175,7 +175,7 @@ struct Search {
 
 int find_in(struct dl_phdr_info* info, size_t, void* data) {
   auto* s = static_cast<Search*>(data);
-  uintptr_t lo = UINTPTR_MAX, hi = 0, eh = 0;
+  uintptr_t lo = UINTPTR_MAX, hi = 0, eh = 0, dyn = 0;
   bool inside = false;
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr)& ph = info->dlpi_phdr[i];
@@ -186,12 +186,21 @@ int find_in(struct dl_phdr_info* info, size_t, void* data) {
       if (s->pc >= start && s->pc < start + ph.p_memsz) inside = true;
     } else if (ph.p_type == PT_GNU_EH_FRAME) {
       eh = start;
+    } else if (ph.p_type == PT_DYNAMIC) {
+      dyn = start;
     }
   }
   if (!inside) return 0;
   *s->out = FoundObject{};
+  // Its link map: the one whose dynamic section this is (the loader's list
+  // holds still while dl_iterate_phdr runs).
+  for (struct link_map* m = _r_debug.r_map; m && dyn; m = m->l_next)
+    if (uintptr_t(m->l_ld) == dyn) {
+      s->out->link_map = m;
+      break;
+    }
   s->out->map_start = reinterpret_cast<void*>(lo & ~uintptr_t(4095));
-  s->out->map_end = reinterpret_cast<void*>((hi + 4095) & ~uintptr_t(4095));
+  s->out->map_end = reinterpret_cast<void*>(hi);  // as the loader keeps it: not rounded
   s->out->eh_frame = reinterpret_cast<void*>(eh);
   return 1;
 }
@@ -199,8 +208,7 @@ int find_in(struct dl_phdr_info* info, size_t, void* data) {
 }  // namespace
 
 // Before 2.35: found with dl_iterate_phdr, which takes the loader's lock, as
-// libgcc's unwinder did itself before GCC 12 (and bullseye's still does).
-// No link map: what needs one (a Go object's notes) is not known there.
+// libgcc's unwinder did itself before GCC 12 (and Debian 11's still does).
 int dl_find_object(void* pc, FoundObject* result) {
   if (FindObject f = g_find_object) return f(pc, result);
   Search s{uintptr_t(pc), result};

@@ -7,6 +7,7 @@
 // scripts/check-glibc-versions holds the library to it.
 #pragma once
 
+#include <link.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
@@ -45,7 +46,7 @@ struct FoundObject {
   unsigned long long flags;
   void* map_start;
   void* map_end;
-  struct link_map* link_map;  // null where found without libc's (before 2.35)
+  struct link_map* link_map;
   void* eh_frame;
   unsigned long long reserved[7];
 };

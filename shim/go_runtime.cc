@@ -246,8 +246,8 @@ bool detect() {
 bool is_go() { return g_go; }
 
 bool in_go_object(const void* pc) {
-  // _dl_find_object takes no lock (dl_iterate_phdr takes the loader's);
-  // before glibc 2.35 there is none, and no pc is known to be Go's here.
+  // _dl_find_object takes no lock (dl_iterate_phdr takes the loader's, and
+  // before glibc 2.35 is all there is: glibc_compat.h).
   // Its object's ELF header and program headers open its first mapping, as
   // every linker lays one out, Go's too: read within that first page; a
   // note only where a loaded segment covers it (between segments, the
