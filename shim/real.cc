@@ -17,12 +17,12 @@ namespace {
 bool g_probing;
 const char* g_missing;
 
-// The version an original must be looked up at. A name with several
-// versions in libc is found by dlsym at the default one, but an interposer
-// must not rely on it: the x86-64 condition variables keep their
-// pre-2.3.2 layout at GLIBC_2.2.5, and a program's condvar waited on with
-// those would never wake (the new layout is what every program since 2003
-// was built for). Elsewhere there is one layout (docs/DESIGN.md "Which glibc").
+// The version an original must be looked up at. dlsym does not always give
+// a name's default version: on glibc 2.31 dlsym(RTLD_NEXT,
+// "pthread_cond_timedwait") returns the GLIBC_2.2.5 one, built for the
+// pre-2.3.2 condition variable layout, and a program's condvar waited on
+// with it may never wake (xz -T2 spun). Every other interposed name has one
+// behaviour across its versions (docs/DESIGN.md "Which glibc").
 const char* version_of(const char* name) {
 #if defined(__x86_64__)
   if (strncmp(name, "pthread_cond_", 13) == 0 && strcmp(name, "pthread_cond_clockwait") != 0) return "GLIBC_2.3.2";
