@@ -55,14 +55,24 @@ SHIM_OBJS := $(patsubst shim/%.cc,$(BUILD)/shim/%.o,$(SHIM_SRCS))
 # --wrap=_Unwind_Find_FDE: the shim's walks end where a frame has no unwind
 # information, before that copy of the unwinder reads code at a wild address
 # (shim/stackwalk_guard.h).
+# glibc 2.31 (Debian 11) and newer from one build: every function that would
+# bind a glibc version newer than 2.31 is wrapped onto its old version or a
+# stand-in (shim/glibc_compat.cc, whose OLD and OLD_AS lines name them), and
+# scripts/check-glibc-versions fails the link if one is left.
+COMPAT_WRAP  := $(shell sed -n 's/^OLD[_A-Z]*.\([A-Za-z0-9_]*\),.*/\1/p' shim/glibc_compat.cc) stat lstat fstat fstatat arc4random _dl_find_object
 SHIM_LDFLAGS := -shared -Wl,--version-script=$(BUILD)/exports.map -Wl,--wrap=_Unwind_Find_FDE \
+                $(foreach f,$(COMPAT_WRAP),-Wl,--wrap=$(f)) \
                 -Wl,-z,nodelete -Wl,-z,now -Wl,--no-undefined \
                 -static-libstdc++ -static-libgcc -Wl,--as-needed
 # libiberty: its Rust demangler (rust-demangle.o and the character table it
 # uses, nothing else of the archive), linked in and hidden as libgcc is.
 LIBIBERTY    := $(LIBDIR)/libiberty.a
+# libpthread.so.0, libdl.so.2, librt.so.1 named as needed (by file: -lpthread
+# would find the empty libpthread.a of glibc 2.34+): where the old versions
+# the wraps bind live on glibc before 2.34; empty stubs after.
 SHIM_LDLIBS  := -Wl,--whole-archive $(BUILD)/jemalloc_pic.a -Wl,--no-whole-archive \
-                $(LIBIBERTY) -Wl,--exclude-libs,libiberty.a -ldl -lpthread
+                $(LIBIBERTY) -Wl,--exclude-libs,libiberty.a \
+                -Wl,--no-as-needed -l:libpthread.so.0 -l:libdl.so.2 -l:librt.so.1 -Wl,--as-needed
 
 .PHONY: all deps test unit integration demo bench bench-smoke clean install uninstall deb test-arm64
 
@@ -136,9 +146,10 @@ $(BUILD)/exports.map: shim/exports.list
 	@mkdir -p $(dir $@)
 	{ echo '{'; echo '  global:'; sed 's/.*/    &;/' $<; echo '  local: *;'; echo '};'; } >$@.tmp && mv -f $@.tmp $@
 
-$(LIB): $(SHIM_OBJS) $(BUILD)/exports.map $(BUILD)/jemalloc_pic.a $(LIBIBERTY) Makefile scripts/check-exports
+$(LIB): $(SHIM_OBJS) $(BUILD)/exports.map $(BUILD)/jemalloc_pic.a $(LIBIBERTY) Makefile scripts/check-exports scripts/check-glibc-versions
 	$(CXX) $(CXXFLAGS) $(SHIM_LDFLAGS) -o $@.tmp $(SHIM_OBJS) $(SHIM_LDLIBS)
 	@scripts/check-exports $@.tmp
+	@scripts/check-glibc-versions $@.tmp
 	@mv -f $@.tmp $@  # a process loading the shim never sees a half-written file
 
 # profshim --help is generated from the shim's own option table: this dumps
@@ -157,7 +168,7 @@ UNIT_BINS := $(patsubst tests/unit/%.cc,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
 # unloaded libraries it reads (unload_records.o; the dlclose work that fills
 # it, unload.o, asks the engines and is the shim's alone), the stack table
 # and a fatal signal's verdict.
-CORE_OBJS := $(addprefix $(BUILD)/shim/,atomic_file.o config.o exp_log.o fatal_state.o fsroot.o gzip.o heap_dump.o identity.o pb.o pprof.o \
+CORE_OBJS := $(addprefix $(BUILD)/shim/,atomic_file.o config.o exp_log.o fatal_state.o fsroot.o glibc_compat.o gzip.o heap_dump.o identity.o pb.o pprof.o \
                go_unwind.o procmaps.o real.o seccomp_bpf.o stack_table.o summary.o sys.o unload_records.o unnamed.o) \
              $(filter $(BUILD)/shim/symbolize%,$(SHIM_OBJS))
 

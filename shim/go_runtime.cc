@@ -15,6 +15,7 @@
 
 #include "arch.h"
 #include "errline.h"
+#include "glibc_compat.h"
 #include "freeze.h"
 #include "go_stacks.h"
 #include "go_unwind.h"
@@ -238,16 +239,17 @@ bool detect() {
 bool is_go() { return g_go; }
 
 bool in_go_object(const void* pc) {
-  // _dl_find_object takes no lock (dl_iterate_phdr takes the loader's).
+  // _dl_find_object takes no lock (dl_iterate_phdr takes the loader's, and
+  // before glibc 2.35 is all there is: glibc_compat.h).
   // Its object's ELF header and program headers open its first mapping, as
   // every linker lays one out, Go's too: read within that first page; a
   // note only where a loaded segment covers it (between segments, the
   // loader leaves holes that fault).
-  struct dl_find_object fo;
-  if (_dl_find_object(const_cast<void*>(pc), &fo) != 0 || !fo.dlfo_link_map) return false;
-  const uintptr_t lo = uintptr_t(fo.dlfo_map_start), hi = uintptr_t(fo.dlfo_map_end);
+  glibc_compat::FoundObject fo;
+  if (glibc_compat::dl_find_object(const_cast<void*>(pc), &fo) != 0 || !fo.link_map) return false;
+  const uintptr_t lo = uintptr_t(fo.map_start), hi = uintptr_t(fo.map_end);
   constexpr uintptr_t kPage = 4096;
-  const auto* eh = static_cast<const ElfW(Ehdr)*>(fo.dlfo_map_start);
+  const auto* eh = static_cast<const ElfW(Ehdr)*>(fo.map_start);
   if (hi - lo < kPage || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_phentsize != sizeof(ElfW(Phdr)) ||
       eh->e_phoff + uintptr_t(eh->e_phnum) * sizeof(ElfW(Phdr)) > kPage)
     return false;
@@ -261,7 +263,7 @@ bool in_go_object(const void* pc) {
                ph[i].p_vaddr + ph[i].p_memsz <= ph[j].p_vaddr + ph[j].p_filesz;
     if (!loaded) return false;
   }
-  return go_notes(ph, n, fo.dlfo_link_map->l_addr);
+  return go_notes(ph, n, fo.link_map->l_addr);
 }
 
 bool setup(uint64_t stop_timeout_ms, const char** why) {

@@ -22,6 +22,7 @@
 #include "alloc_choice.h"
 #include "errline.h"
 #include "export.h"
+#include "glibc_compat.h"
 #include "heap.h"
 #include "image.h"
 #include "lifecycle.h"
@@ -71,6 +72,7 @@ PROFSHIM_WRAPPER void* thread_start(void* p) {
   Start s = *static_cast<Start*>(p);
   free(p);
   if (s.profiled) {
+    glibc_compat::refresh_if_stale();  // (a new thread holds no lock of the program's)
     stackwalk::note_new_thread_stack(s.stack);
     lifecycle::thread_started(s.view, reinterpret_cast<void*>(s.fn));
   }
@@ -391,5 +393,7 @@ EXPORT void pthread_exit(void* rv) {
 
 EXPORT int dlclose(void* handle) noexcept {
   if (lifecycle::active()) unload::before_dlclose(handle);
-  return real::dlclose()(handle);
+  const int rc = real::dlclose()(handle);
+  glibc_compat::refresh_objects();
+  return rc;
 }

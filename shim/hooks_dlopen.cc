@@ -9,9 +9,14 @@
 
 #include "alloc_choice.h"
 #include "export.h"
+#include "glibc_compat.h"
 #include "real.h"
 
 EXPORT void* dlopen(const char* file, int flags) {
+  // The stack walks' table of objects (before glibc 2.35) gains what this
+  // call loads at the next refresh: this call must stay a jump.
+  glibc_compat::refresh_objects();
+  glibc_compat::mark_stale();
   if ((flags & RTLD_DEEPBIND) && alloc_choice::mode() == alloc_choice::kJemalloc) flags &= ~RTLD_DEEPBIND;
   return real::dlopen()(file, flags);
 }

@@ -10,11 +10,17 @@
 #include <stdio.h>
 #include <unistd.h>
 #include <linux/close_range.h>
+// Older headers (Debian 11's kernel headers, 5.10) lack the flag; the
+// kernel's value, as close_range(2) defines it.
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
 #include <sys/syscall.h>
 
 #include "errline.h"
 #include "export.h"
 #include "fsroot.h"
+#include "glibc_compat.h"
 #include "lifecycle.h"
 #include "real.h"
 

@@ -14,6 +14,11 @@
 // stack it shares).
 #include <errno.h>
 #include <linux/close_range.h>
+// Older headers (Debian 11's kernel headers, 5.10) lack the flag; the
+// kernel's value, as close_range(2) defines it.
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
 #include <linux/seccomp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -23,6 +28,7 @@
 #include <sys/syscall.h>
 
 #include "export.h"
+#include "glibc_compat.h"
 #include "lifecycle.h"
 #include "sandbox.h"
 #include "signals.h"

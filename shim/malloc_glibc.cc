@@ -13,6 +13,7 @@
 
 #include "alloc_choice.h"
 #include "export.h"
+#include "glibc_compat.h"
 #include "jemalloc_raw.h"
 #include "wrappers.h"
 

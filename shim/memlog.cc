@@ -11,6 +11,7 @@
 
 #include "alloc_choice.h"
 #include "fsroot.h"
+#include "glibc_compat.h"
 #include "image.h"
 #include "jemalloc_raw.h"
 #include "sys.h"

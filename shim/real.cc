@@ -5,18 +5,46 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <string.h>
+
 #include <atomic>
 
 namespace real {
 namespace {
 
-// A missing required original means this libc is not one we can live in;
-// there is nothing sane to fall back to but ending the process.
+// While resolve_all runs (the constructor): a missing original is noted,
+// for setup to report, not fatal.
+bool g_probing;
+const char* g_missing;
+
+// The version an original must be looked up at. dlsym does not always give
+// a name's default version: on glibc 2.31 dlsym(RTLD_NEXT,
+// "pthread_cond_timedwait") returns the GLIBC_2.2.5 one, built for the
+// pre-2.3.2 condition variable layout, and a program's condvar waited on
+// with it may never wake (xz -T2 spun). Every other interposed name has one
+// behaviour across its versions (docs/DESIGN.md "Which glibc").
+const char* version_of(const char* name) {
+#if defined(__x86_64__)
+  if (strncmp(name, "pthread_cond_", 13) == 0 && strcmp(name, "pthread_cond_clockwait") != 0) return "GLIBC_2.3.2";
+#endif
+  return nullptr;
+}
+
+// A missing required original met outside the constructor (a program
+// calling what its libc lacks): there is nothing sane to pass it to.
 void* need(const char* name, bool required) {
-  void* p = dlsym(RTLD_NEXT, name);
+  void* p = nullptr;
+  if (const char* v = version_of(name)) p = dlvsym(RTLD_NEXT, name, v);
+  if (!p) p = dlsym(RTLD_NEXT, name);
   if (!p && required) {
-    static const char msg[] = "# profshim: error: libc lacks an interposed function\n";
+    if (g_probing) {
+      if (!g_missing) g_missing = name;
+      return nullptr;
+    }
+    static const char msg[] = "# profshim: error: libc lacks an interposed function: ";
     (void)!::write(2, msg, sizeof msg - 1);
+    (void)!::write(2, name, strlen(name));
+    (void)!::write(2, "\n", 1);
     syscall(SYS_exit_group, 127);
   }
   return p;
@@ -139,7 +167,8 @@ REAL(flock, IntOfIntInt, "flock", true)
 REAL(fcntl, Fcntl, "fcntl", true)
 REAL(fcntl64, Fcntl, "fcntl64", true)
 
-void resolve_all() {
+const char* resolve_all() {
+  g_probing = true;
   libc_start_main(), pthread_create(), pthread_exit(), exit(), quick_exit(), _exit(), _Exit();
   sigaction(), signal(), sysv_signal(), sigset(), sigignore(), siginterrupt(), sighold(), sigrelse();
   sigprocmask(), pthread_sigmask(), sigwait(), sigwaitinfo(), sigtimedwait();
@@ -153,6 +182,8 @@ void resolve_all() {
   send(), sendto(), sendmsg(), sendmmsg(), accept(), accept4(), connect(), poll(), poll_chk(), ppoll_chk();
   select(), epoll_wait(), nanosleep(), clock_nanosleep(), usleep(), sleep(), fsync(), fdatasync();
   getaddrinfo(), waitpid(), wait4(), wait(), flock(), fcntl(), fcntl64();
+  g_probing = false;
+  return g_missing;
 }
 
 }  // namespace real

@@ -96,7 +96,9 @@ using Fcntl = int (*)(int, int, ...);
 
 // Resolves every original now (the constructor calls it, inert or not): a
 // first dlsym inside a vfork child would write to the parent's memory.
-void resolve_all();
+// Returns the name of the first required original this libc lacks (setup
+// fails on it when profiling; inert, nothing is reported), or nullptr.
+const char* resolve_all();
 
 StartMain libc_start_main();
 PthreadCreate pthread_create();

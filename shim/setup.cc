@@ -16,6 +16,7 @@
 #include "config.h"
 #include "engine.h"
 #include "errline.h"
+#include "glibc_compat.h"
 #include "go_runtime.h"
 #include "gzip.h"
 #include "heap.h"
@@ -61,6 +62,10 @@ void seconds_text(uint64_t ms, char* out, size_t cap) {
   if (out[n - 1] == '.') out[n - 1] = 0;
 }
 
+// The original the constructor found this libc to lack (real::resolve_all):
+// a reason setup fails for, only when profiling.
+const char* g_missing_original;
+
 void setup(void*) {
   std::string err = config::parse([](const char* n) -> const char* { return getenv(n); }, &cfg());
   if (!err.empty()) fail(err);
@@ -73,6 +78,9 @@ void setup(void*) {
     return;
   }
   errline::init();
+  if (g_missing_original)
+    fail(std::string("this libc lacks ") + g_missing_original +
+         ", which the shim passes calls on to: it cannot run here (glibc 2.31 or newer is needed)");
   if (!(err = atomic_file::ensure_dir(cfg().dir)).empty())
     fail("PROFILE_DIR: " + err + " " + atomic_file::running_as());
   // Absolute from here on: the program may chdir before it stops (and the
@@ -127,7 +135,8 @@ void setup(void*) {
 }
 
 __attribute__((constructor)) void init() {
-  real::resolve_all();
+  g_missing_original = real::resolve_all();
+  glibc_compat::init();
   // The shim's own setup allocations are not the program's.
   heap::set_thread_active(false);
   const char* why = nullptr;

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include "glibc_compat.h"
 #include "heap.h"
 #include "real.h"
 
@@ -26,9 +27,8 @@ bool spawn(void* (*fn)(void*), void* arg) {
   const bool was = heap::swap_thread_active(false);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   pthread_attr_setstacksize(&attr, kStack);
-  pthread_attr_setsigmask_np(&attr, &mask);
   pthread_t t;
-  int rc = real::pthread_create()(&t, &attr, fn, arg);
+  int rc = glibc_compat::create_masked(real::pthread_create(), &t, &attr, &mask, fn, arg);
   pthread_attr_destroy(&attr);
   heap::set_thread_active(was);
   return rc == 0;

@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "engine.h"
+#include "glibc_compat.h"
 #include "heap.h"
 #include "procmaps.h"
 #include "recover.h"
@@ -289,9 +290,8 @@ void plan_and_record(void* arg) {
   // internal ones out of the mask).
   sigset_t all;
   sigfillset(&all);
-  pthread_attr_setsigmask_np(&attr, &all);
   pthread_t t;
-  if (g_create(&t, &attr, helper, &job) == 0) pthread_join(t, nullptr);
+  if (glibc_compat::create_masked(g_create, &t, &attr, &all, helper, &job) == 0) pthread_join(t, nullptr);
   pthread_attr_destroy(&attr);
   pthread_setcancelstate(cancel_state, nullptr);
 }
