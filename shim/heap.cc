@@ -84,6 +84,11 @@ bool start(unsigned lg_sample, std::string* err) {
 
 bool started() { return g_started; }
 
+void reset_counts() {
+  size_t lg = 0, sz = sizeof lg;
+  if (mallctl("prof.lg_sample", &lg, &sz, nullptr, 0) == 0) mallctl("prof.reset", nullptr, nullptr, &lg, sizeof lg);
+}
+
 // Each of these touches jemalloc only where it serves: a call would boot
 // it in an image that never allocates from it.
 void set_active(bool on) {

@@ -1,0 +1,291 @@
+// forks: the hand-over area, its owner's and its children's sides; see
+// forks.h. The area's layout is forks_area.h's.
+#include "forks.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <unordered_map>
+#include <vector>
+
+#include "engine_table.h"
+#include "forks_area.h"
+#include "fsroot.h"
+#include "heap.h"
+#include "heap_dump.h"
+#include "image.h"
+#include "sys.h"
+
+namespace forks {
+namespace {
+
+const config::Config* g_cfg;
+area::Header* g_area;       // mapped: the owner's, or inherited from it
+bool g_owner;               // this image created g_area
+bool g_child;               // a fork child that hands over at its stop
+char g_path[4096];          // the area's file, the owner's (removed at its stop)
+pthread_mutex_t g_create = PTHREAD_MUTEX_INITIALIZER;
+
+// Creates and maps .STEM.PID.spool; null where it cannot (then every child
+// writes its own files, as in own mode).
+area::Header* create() {
+  std::string path = g_cfg->dir + "/." + image::stem() + "." + std::to_string(image::pid()) + ".spool";
+  if (path.size() >= sizeof g_path) return nullptr;
+  int fd = fsroot::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return nullptr;
+  // Past RLIMIT_FSIZE ftruncate raises SIGXFSZ: no area rather than that.
+  const uint64_t size = g_cfg->forks_spool;
+  void* p = MAP_FAILED;
+  if (sys::fsize_room(fd) >= size && ftruncate(fd, off_t(size)) == 0)
+    p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (p == MAP_FAILED) {
+    fsroot::unlink(path.c_str());
+    return nullptr;
+  }
+  memcpy(g_path, path.c_str(), path.size() + 1);
+  auto* h = static_cast<area::Header*>(p);
+  h->magic = area::kMagic;
+  h->version = area::kVersion;
+  h->owner_pid = int32_t(image::pid());
+  h->capacity = size - area::kHeaderBytes;
+  h->start_real_ns = sys::now_ns(CLOCK_REALTIME);
+  snprintf(h->stem, sizeof h->stem, "%s", image::stem().c_str());
+  __atomic_store_n(&h->state, area::kOpen, __ATOMIC_RELEASE);
+  return h;
+}
+
+bool owner_alive(int32_t pid) {
+  const int saved = errno;
+  const bool alive = syscall(SYS_kill, pid, 0) == 0 || errno == EPERM;
+  errno = saved;
+  return alive;
+}
+
+// One child's blob, built before its place is reserved.
+struct Blob {
+  std::vector<char> bytes;
+  uint32_t n = 0;
+  void add(uint32_t kind, const uint64_t* pcs, uint32_t depth, int32_t tid, uint32_t tag, uint64_t count,
+           uint64_t weight, const std::string& name) {
+    area::Record r{};
+    r.kind = kind, r.depth = depth, r.tid = tid, r.tag = tag, r.count = count, r.weight = weight;
+    memcpy(r.name, name.data(), name.size() < sizeof r.name ? name.size() : sizeof r.name - 1);
+    const size_t at = bytes.size();
+    bytes.resize(at + sizeof r + depth * sizeof(uint64_t));
+    memcpy(&bytes[at], &r, sizeof r);
+    if (depth) memcpy(&bytes[at + sizeof r], pcs, depth * sizeof(uint64_t));
+    ++n;
+  }
+};
+
+struct TableWalk {
+  Blob* blob;
+  uint32_t kind;
+  const engine::TableSource* src;
+  std::unordered_map<uint32_t, std::string> names;
+};
+
+void add_stack(const stack_table::Stack& st, void* arg) {
+  auto* w = static_cast<TableWalk*>(arg);
+  if (!st.count && !st.weight) return;
+  auto it = w->names.find(st.serial);
+  if (it == w->names.end()) it = w->names.emplace(st.serial, w->src->thread_name(st.serial)).first;
+  w->blob->add(w->kind, st.pcs, st.depth, st.tid, st.tag, st.count, st.weight, it->second);
+}
+
+// The heap's cumulative records since the fork (after_fork_in_child reset
+// them): alloc_objects and alloc_space, as estimated totals.
+void add_heap(Blob* blob) {
+  std::string text, err;
+  heap_dump::Dump dump;
+  if (!heap::dump(&text, &err) || !heap_dump::parse(text, &dump, &err)) return;
+  for (const auto& rec : dump.records) {
+    if (rec.alloc_space < 0.5) continue;
+    blob->add(area::kHeap, rec.pcs.data(), uint32_t(rec.pcs.size()), 0, 0, uint64_t(rec.alloc_objects + 0.5),
+              uint64_t(rec.alloc_space + 0.5), std::string());
+  }
+}
+
+uint32_t kind_of(const char* name) {
+  if (strcmp(name, "cpu") == 0) return area::kCpu;
+  if (strcmp(name, "wait") == 0) return area::kWait;
+  if (strcmp(name, "heap") == 0) return area::kHeap;
+  return 0;
+}
+
+}  // namespace
+
+void setup(const config::Config* cfg) { g_cfg = cfg; }
+
+void before_fork() {
+  if (!g_cfg || g_cfg->forks_own || g_area) return;
+  pthread_mutex_lock(&g_create);
+  if (!g_area) {
+    area::Header* h = create();
+    if (h) g_owner = true;
+    __atomic_store_n(&g_area, h, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&g_create);
+}
+
+void after_fork_in_child() {
+  g_owner = false;
+  g_child = g_area != nullptr;
+  pthread_mutex_init(&g_create, nullptr);
+  // The child's heap counts begin at the fork: what it hands over is what
+  // it allocated itself, not what the parent allocated before it.
+  if (g_child && heap::started()) heap::reset_counts();
+}
+
+bool hand_over(uint64_t cpu_ns) {
+  area::Header* h = g_area;
+  if (!g_child || !h) return false;
+  // Registered first, then the state read: the owner closes first, then
+  // waits for no writer (both sequentially consistent), so a child either
+  // sees the area closed or is waited for.
+  __atomic_add_fetch(&h->writers, 1, __ATOMIC_SEQ_CST);
+  if (__atomic_load_n(&h->state, __ATOMIC_SEQ_CST) != area::kOpen || !owner_alive(h->owner_pid)) {
+    __atomic_sub_fetch(&h->writers, 1, __ATOMIC_SEQ_CST);
+    return false;
+  }
+  Blob blob;
+  blob.bytes.resize(sizeof(area::BlobHeader));
+  int n = 0;
+  const engine::Engine* const* all = engine::all(&n);
+  for (int i = 0; i < n; ++i) {
+    if (!all[i]->on()) continue;
+    const uint32_t kind = kind_of(all[i]->name);
+    if (all[i]->table) {
+      TableWalk w{&blob, kind, all[i]->table, {}};
+      all[i]->table->for_each(add_stack, &w);
+    } else if (kind == area::kHeap) {
+      add_heap(&blob);
+    }
+  }
+  while (blob.bytes.size() % 8) blob.bytes.push_back(0);
+  const uint64_t len = blob.bytes.size();
+  const uint64_t off = __atomic_fetch_add(&h->used, len, __ATOMIC_SEQ_CST);
+  if (len > UINT32_MAX || off + len > h->capacity) {
+    // No room: this child writes its own files, and the owner's line says so.
+    __atomic_add_fetch(&h->fell_back, 1, __ATOMIC_SEQ_CST);
+    __atomic_sub_fetch(&h->writers, 1, __ATOMIC_SEQ_CST);
+    return false;
+  }
+  char* at = reinterpret_cast<char*>(h) + area::kHeaderBytes + off;
+  auto* bh = reinterpret_cast<area::BlobHeader*>(blob.bytes.data());
+  bh->state = area::kWriting;
+  bh->len = uint32_t(len);
+  bh->pid = int32_t(image::pid());
+  bh->records = blob.n;
+  bh->cpu_ns = cpu_ns;
+  // The length first, so a reader can step over a blob being written.
+  __atomic_store_n(&reinterpret_cast<area::BlobHeader*>(at)->len, uint32_t(len), __ATOMIC_RELEASE);
+  memcpy(at + sizeof(uint32_t) * 2, blob.bytes.data() + sizeof(uint32_t) * 2, len - sizeof(uint32_t) * 2);
+  __atomic_store_n(&reinterpret_cast<area::BlobHeader*>(at)->state, area::kReady, __ATOMIC_RELEASE);
+  __atomic_add_fetch(&h->merged, 1, __ATOMIC_SEQ_CST);
+  __atomic_add_fetch(&h->merged_cpu_ns, cpu_ns, __ATOMIC_SEQ_CST);
+  __atomic_sub_fetch(&h->writers, 1, __ATOMIC_SEQ_CST);
+  return true;
+}
+
+void close(uint64_t deadline_mono_ns) {
+  area::Header* h = g_area;
+  if (!g_owner || !h) return;
+  __atomic_store_n(&h->state, area::kClosed, __ATOMIC_SEQ_CST);
+  // A child mid-copy takes microseconds; one killed mid-copy never ends:
+  // the wait is bounded.
+  uint64_t now = sys::now_ns(CLOCK_MONOTONIC), end = now + 1000000000ull;
+  if (deadline_mono_ns && deadline_mono_ns < end) end = deadline_mono_ns;
+  while (__atomic_load_n(&h->writers, __ATOMIC_SEQ_CST) != 0 && sys::now_ns(CLOCK_MONOTONIC) < end) {
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, nullptr);
+  }
+}
+
+void merge(const engine::Engine& e, engine::Why why, const engine::Self& self, engine::Part* part) {
+  area::Header* h = g_area;
+  if (!g_owner || !h) return;
+  const uint32_t kind = kind_of(e.name);
+  if (!kind || (kind != area::kHeap && !e.table)) return;
+  const uint32_t taken = kind == area::kCpu ? uint32_t(area::kTakenCpu) : kind == area::kWait ? uint32_t(area::kTakenWait) : 0u;
+  uint64_t used = __atomic_load_n(&h->used, __ATOMIC_ACQUIRE);
+  const uint64_t limit = used < h->capacity ? used : h->capacity;
+  const char* base = reinterpret_cast<const char*>(h) + area::kHeaderBytes;
+  for (uint64_t off = 0; off + sizeof(area::BlobHeader) <= limit;) {
+    auto* bh = reinterpret_cast<area::BlobHeader*>(const_cast<char*>(base) + off);
+    const uint32_t len = __atomic_load_n(&bh->len, __ATOMIC_ACQUIRE);
+    if (len < sizeof(area::BlobHeader) || off + len > limit) break;  // being reserved: the next set
+    off += len;
+    const uint32_t st = __atomic_load_n(&bh->state, __ATOMIC_ACQUIRE);
+    if (!(st & area::kReady) || (st & taken)) continue;
+    // A snapshot's CPU and waits are what was handed over since the last
+    // one; the stop's are what no snapshot took (engine_table.h's rule).
+    if (taken && why == engine::Why::kSnapshot) __atomic_fetch_or(&bh->state, taken, __ATOMIC_ACQ_REL);
+    const char* p = reinterpret_cast<const char*>(bh) + sizeof(area::BlobHeader);
+    const char* end = reinterpret_cast<const char*>(bh) + len;
+    for (uint32_t i = 0; i < bh->records && p + sizeof(area::Record) <= end; ++i) {
+      const auto* r = reinterpret_cast<const area::Record*>(p);
+      const uint64_t* pcs = reinterpret_cast<const uint64_t*>(p + sizeof(area::Record));
+      p += sizeof(area::Record) + r->depth * sizeof(uint64_t);
+      if (p > end || r->kind != kind) continue;
+      engine::Sample s;
+      if (kind == area::kHeap) {
+        if (!engine::heap_sample_of(pcs, r->depth, self, &s)) continue;
+        // What the child still held at its end is no part of this image's
+        // memory: the child's samples have alloc_* only.
+        s.values = {int64_t(r->count), int64_t(r->weight), 0, 0};
+      } else {
+        stack_table::Stack stk{pcs, r->depth, r->tid, 0, r->count, r->weight, r->tag, 0};
+        std::string name(r->name, strnlen(r->name, sizeof r->name));
+        if (!engine::table_sample_of(*e.table, stk, name, self, &s)) continue;
+      }
+      s.pid = bh->pid;
+      part->samples.push_back(std::move(s));
+    }
+  }
+}
+
+void figures(summary::Figures* f) {
+  area::Header* h = g_area;
+  if (!g_owner || !h) return;
+  const uint64_t merged = __atomic_load_n(&h->merged, __ATOMIC_ACQUIRE);
+  const uint64_t fell = __atomic_load_n(&h->fell_back, __ATOMIC_ACQUIRE);
+  if (!merged && !fell) return;
+  char b[200];
+  snprintf(b, sizeof b, " | forks %llu merged (%.2f s cpu, pid labels)", (unsigned long long)merged,
+           double(__atomic_load_n(&h->merged_cpu_ns, __ATOMIC_ACQUIRE)) / 1e9);
+  std::string s = b;
+  if (fell) {
+    snprintf(b, sizeof b, ", %llu wrote their own files (the hand-over area was full: PROFILE_FORKS_SPOOL)",
+             (unsigned long long)fell);
+    s += b;
+  }
+  f->more.push_back(s);
+}
+
+void release() {
+  if (g_owner && g_area && g_path[0]) fsroot::unlink(g_path);
+}
+
+void reopen() {
+  if (g_owner && g_area) __atomic_store_n(&g_area->state, area::kOpen, __ATOMIC_SEQ_CST);
+}
+
+std::string marker_field() {
+  area::Header* h = g_area;
+  if (!g_owner || !h) return std::string();
+  const uint64_t merged = __atomic_load_n(&h->merged, __ATOMIC_ACQUIRE);
+  if (!merged) return std::string();
+  return " forks=" + std::to_string(merged) + ":" + std::to_string(__atomic_load_n(&h->merged_cpu_ns, __ATOMIC_ACQUIRE));
+}
+
+}  // namespace forks

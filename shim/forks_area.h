@@ -1,0 +1,65 @@
+// forks_area: the layout of the hand-over area (forks.h), a file mapped
+// MAP_SHARED by an image and every fork descendant of it. One 4 KiB header,
+// then blobs, one per child that handed over, each at a place the child
+// reserved with one atomic add on `used`; a blob is its header then its
+// records, each record a stack with its values. `profshim ls` reads the
+// header of a file a SIGKILLed owner left behind (cli/ls.py): keep the
+// offsets of its first fields. Pure layout.
+#pragma once
+#include <stdint.h>
+
+namespace forks {
+namespace area {
+
+constexpr uint64_t kMagic = 0x4c4f4f5053485350ull;  // "PSHSPOOL", little-endian
+constexpr uint32_t kVersion = 1;
+constexpr uint64_t kHeaderBytes = 4096;
+
+enum State : uint32_t { kUnset = 0, kOpen = 1, kClosed = 2 };
+
+// Every field at a fixed offset (cli/ls.py reads them): the counters are
+// updated with __atomic builtins by whichever process hands over.
+struct Header {
+  uint64_t magic;          // 0
+  uint32_t version;        // 8
+  int32_t owner_pid;       // 12
+  uint32_t state;          // 16: kOpen until the owner's stop
+  uint32_t writers;        // 20: children mid hand-over
+  uint64_t used;           // 24: bytes reserved after the header (may pass capacity)
+  uint64_t capacity;       // 32: bytes after the header
+  uint64_t merged;         // 40: children whose blob is complete
+  uint64_t merged_cpu_ns;  // 48: their CPU, by their own clocks
+  uint64_t fell_back;      // 56: children that found no room and wrote their own files
+  uint64_t start_real_ns;  // 64: when the owner made the area
+  char stem[256];          // 72: the owner's file stem then
+};
+static_assert(sizeof(Header) <= kHeaderBytes, "the header fits its page");
+
+// A blob's state: written, then ready; the owner's snapshots mark what of
+// it they took (the heap's alloc_* is in every set, so it has no mark).
+enum BlobState : uint32_t { kWriting = 0, kReady = 1, kTakenCpu = 2, kTakenWait = 4 };
+
+struct BlobHeader {
+  uint32_t state;    // BlobState bits
+  uint32_t len;      // the whole blob's bytes, a multiple of 8; written first
+  int32_t pid;       // the child's
+  uint32_t records;  // Records that follow
+  uint64_t cpu_ns;   // the child's CPU to its stop
+};
+
+enum Kind : uint32_t { kCpu = 1, kWait = 2, kHeap = 3 };
+
+// A stack as its table has it (stack_table.h; the heap's as jemalloc dumped
+// it: return addresses), then depth addresses.
+struct Record {
+  uint32_t kind;
+  uint32_t depth;
+  int32_t tid;
+  uint32_t tag;           // the wait's call
+  uint64_t count, weight;  // the table's counters; the heap's alloc_objects, alloc_space
+  char name[16];           // the thread's name then
+};
+static_assert(sizeof(Record) % 8 == 0 && sizeof(BlobHeader) % 8 == 0, "records stay 8-aligned");
+
+}  // namespace area
+}  // namespace forks
