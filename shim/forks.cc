@@ -143,7 +143,7 @@ void after_fork_in_child() {
   pthread_mutex_init(&g_create, nullptr);
   // The child's heap counts begin at the fork: what it hands over is what
   // it allocated itself, not what the parent allocated before it.
-  if (g_child && heap::started()) heap::reset_counts();
+  if (g_child && heap::started()) heap::reset_counts(uint64_t(image::pid()));
 }
 
 bool hand_over(uint64_t cpu_ns) {

@@ -84,9 +84,30 @@ bool start(unsigned lg_sample, std::string* err) {
 
 bool started() { return g_started; }
 
-void reset_counts() {
+void reset_counts(uint64_t seed) {
   size_t lg = 0, sz = sizeof lg;
-  if (mallctl("prof.lg_sample", &lg, &sz, nullptr, 0) == 0) mallctl("prof.reset", nullptr, nullptr, &lg, sizeof lg);
+  if (!alloc_choice::jemalloc() || mallctl("prof.lg_sample", &lg, &sz, nullptr, 0) != 0) return;
+  // The reset gives the calling thread fresh profiling data, whose switch
+  // is jemalloc's default for a new thread (off: the shim's threads are
+  // kept out that way): it is put back as it was.
+  const bool was = swap_thread_active(false);
+  mallctl("prof.reset", nullptr, nullptr, &lg, sizeof lg);
+  // A fork child inherits its parent's countdown to the next sample and
+  // the generator that draws the next ones: every child of a server would
+  // sample the same allocations, all or none of them (200 children of 8
+  // blocks each: none). Allocating a seeded amount, up to 8 mean periods,
+  // with sampling off moves each child to a point of its own in that
+  // sequence.
+  uint64_t x = seed * 0x9e3779b97f4a7c15ull;
+  x ^= x >> 29;
+  const size_t skip = size_t(x % (uint64_t(8) << lg)), chunk = 64 << 10;
+  for (size_t done = 0; done < skip; done += chunk) {
+    void* p = malloc(chunk);
+    if (!p) break;
+    __asm__ volatile("" : : "r"(p) : "memory");  // keep the allocation
+    free(p);
+  }
+  set_thread_active(was);
 }
 
 // Each of these touches jemalloc only where it serves: a call would boot
