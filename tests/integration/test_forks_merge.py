@@ -79,6 +79,9 @@ def test_two_hundred_children_are_the_programs(ctx):
           "(sampled)\n%s" % (alloc, truth_alloc, heap.cum_table("alloc_space")))
     check(heap.cum("child_alloc", "inuse_space") == 0, "a child's memory at its end is no part of the parent's "
           "in-use heap\n%s" % heap.cum_table("inuse_space"))
+    ls = profshim(ctx, ["ls", d])
+    check(ls.rc == 0 and "200 forked processes merged (%.2f s cpu" % merged_s in ls.stdout_text,
+          "profshim ls should show the merged processes under their parent's row\n%s" % ls.describe())
     heap_pids = set(_by_pid(heap, heap.index("alloc_space"))) - {parent[0]}
     check(len(heap_pids) >= 50 and heap_pids <= set(kids), "the heap profile should label the children's "
           "allocations with their pids: %d of them" % len(heap_pids))
