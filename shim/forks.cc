@@ -22,6 +22,7 @@
 #include "heap.h"
 #include "heap_dump.h"
 #include "image.h"
+#include "sandbox.h"
 #include "sys.h"
 
 namespace forks {
@@ -127,7 +128,8 @@ uint32_t kind_of(const char* name) {
 void setup(const config::Config* cfg) { g_cfg = cfg; }
 
 void before_fork() {
-  if (!g_cfg || g_cfg->forks_own || g_area) return;
+  // Under a filter that forbids the stop's calls no child could hand over.
+  if (!g_cfg || g_cfg->forks_own || g_area || sandbox::stop_forbidden()) return;
   pthread_mutex_lock(&g_create);
   if (!g_area) {
     area::Header* h = create();

@@ -158,6 +158,10 @@ const Probe kProbes[] = {
     P(mkdirat, kStop, kAtCwd),
     P(renameat, kStop, kAtCwd, 0, kAtCwd),
     P(unlinkat, kStop, kAtCwd),
+    // A fork child's hand-over (forks.h): the area mapped shared, its
+    // owner looked for.
+    P(mmap, kStop, 0, 64 << 10, kRw, MAP_SHARED),
+    P(kill, kStop, kPid, 0),
     P(faccessat, kStop, kAtCwd),
 #ifdef SYS_open  // the calls glibc and libraries still make by their old numbers
     P(open, kStop, 0, O_RDONLY | O_CLOEXEC),
