@@ -101,8 +101,7 @@ std::vector<uint64_t> add_mappings(pprof::Builder& b, const std::vector<engine::
 
 // Every sample carries its image's pid and program, so the profiles of a
 // process tree merged by pprof still say whose each sample is (-tags,
-// -tagfocus=program=cc1plus); a fork child's handed-over sample, the
-// child's pid (forks.h).
+// -tagfocus=program=cc1plus); a fork child's handed-over one, its pid.
 std::vector<pprof::Label> image_labels(const identity::Identity& id) {
   pprof::Label pid, prog;
   pid.key = "pid", pid.num = id.pid, pid.is_num = true;
@@ -349,15 +348,10 @@ void run(Context& ctx) {
     if (all[i]->on()) all[i]->halt();
   uint64_t cpu_ns = image_cpu_ns();  // the moment the CPU profile ends
   f.cpu_to_stop_s = double(cpu_ns) / 1e9;
-  // A fork child's end (not an exec: that starts another program) hands
-  // its samples to its parent image, and writes nothing itself: no maps,
-  // no symbols, no line (the parent's counts it).
-  if (strcmp(ctx.how, "exec") != 0 && forks::hand_over(cpu_ns)) {
-    ctx.reported.exchange(true);
-    return;
-  }
-  // This image's children hand over no more: what they handed is in this set.
-  forks::close(ctx.deadline_mono_ns);
+  // A fork child's end but an exec's (another program) hands its samples
+  // to its parent image: no maps, no symbols, no files, no line (forks.h).
+  if (strcmp(ctx.how, "exec") != 0 && forks::hand_over(cpu_ns)) return (void)ctx.reported.exchange(true);
+  forks::close(ctx.deadline_mono_ns);  // what this image's children handed over is in this set
   Set set;
   engine::When when;
   when.mono_ns = ctx.stop_mono_ns;

@@ -12,6 +12,7 @@ import struct
 
 from cli_helpers import profshim
 from common import KINDS, check, profile_dir_names
+from test_images import MiB, _fork, _lacks, _read_pair
 
 PROG = "fork_many"
 
@@ -165,3 +166,37 @@ def test_sigkill_of_the_parent_keeps_what_children_handed_over(ctx):
     out = profshim(ctx, ["ls", d])
     check(out.rc == 0 and spools[0] in out.stdout_text and "4 forked processes handed over" in out.stdout_text,
           "profshim ls should list what was kept\n%s" % out.describe())
+
+
+def _pids(prof, func, t):
+    """The pid labels of the samples with func in their stack and t > 0."""
+    i, out = prof.index(t), set()
+    for s in prof.samples:
+        if s.values[i] and any(fr.name == func or fr.name.startswith(func + " ") for fr in s.stack):
+            out |= {int(p) for line in s.labels for p in re.findall(r"pid:\[(\d+)\]", line)}
+    return out
+
+
+def test_fork_child_stop_paths_hand_over(ctx):
+    """st_fork's children end by exit(3), _exit(4), SIGTERM, and a child
+    that forks a grandchild: each stop path hands the child's samples to the
+    parent's files under the child's pid (the grandchild's to the same
+    image), and what it held at its end is not the parent's memory."""
+    for mode, status in (("exit", "exit:3"), ("_exit", "exit:4"), ("term", "signal:15"), ("forkfork", "exit:3")):
+        r, d, pid = _fork(ctx, mode, 1, status, forks="merge")
+        pcpu, pheap = _read_pair(ctx, d, "run", r)
+        what = "the forked child (%s), merged" % mode
+        check(_pids(pcpu, "child_burn", "samples") == {pid}, "%s: child_burn should be in run.cpu.pprof under the "
+              "child's pid %d alone: %s\n%s" % (what, pid, _pids(pcpu, "child_burn", "samples"), r.describe()))
+        check(pid not in _pids(pcpu, "parent_burn", "samples"), "%s: parent_burn under the child's pid" % what)
+        if mode == "forkfork":
+            m = re.search(r"^grandchild pid=(\d+) status=(\S+)$", r.stdout_text, re.M)
+            check(m and _pids(pcpu, "grandchild_burn", "samples") == {int(m.group(1))},
+                  "%s: grandchild_burn should be in run.cpu.pprof under the grandchild's pid\n%s" % (
+                      what, pcpu.cum_table("samples")))
+            continue
+        got = pheap.cum("child_hold", "alloc_space")
+        check(got >= 0.9 * 8 * MiB and _pids(pheap, "child_hold", "alloc_space") == {pid},
+              "%s: the child's 8 MiB at child_hold should be in run.heap.pprof's alloc_space under its pid: "
+              "%d\n%s" % (what, got, pheap.cum_table("alloc_space")))
+        _lacks(pheap, "child_hold", "the parent (merged)", "inuse_space")

@@ -279,35 +279,14 @@ def _child_files(ctx, d, r, pid, prog="st_fork"):
     return _read_pair(ctx, d, stem, r)
 
 
-def _pids(prof, func, t):
-    """The pid labels of the samples with func in their stack and t > 0."""
-    i, out = prof.index(t), set()
-    for s in prof.samples:
-        if s.values[i] and any(fr.name == func or fr.name.startswith(func + " ") for fr in s.stack):
-            out |= {int(p) for line in s.labels for p in re.findall(r"pid:\[(\d+)\]", line)}
-    return out
-
-
 def _forked(ctx, mode, status):
+    """PROFILE_FORKS=own; merged, the same stop paths: test_forks_merge.py."""
     r, d, pid = _fork(ctx, mode, 2, status)
     ccpu, cheap = _child_files(ctx, d, r, pid)
     what = "the forked child (%s)" % mode
     _has(ccpu, "child_burn", what)
     _lacks(ccpu, "parent_burn", what)
     _holds(cheap, "child_hold", 8 * MiB, what)
-    # PROFILE_FORKS=merge, the default: the same stop path hands the child's
-    # samples to the parent's files, labelled with the child's pid; what it
-    # held at its end is not the parent's memory.
-    r, d, pid = _fork(ctx, mode, 1, status, forks="merge")
-    pcpu, pheap = _read_pair(ctx, d, "run", r)
-    check(_pids(pcpu, "child_burn", "samples") == {pid}, "%s, merged: child_burn should be in run.cpu.pprof under "
-          "the child's pid %d alone: %s\n%s" % (what, pid, _pids(pcpu, "child_burn", "samples"), r.describe()))
-    check(pid not in _pids(pcpu, "parent_burn", "samples"), "%s, merged: parent_burn under the child's pid" % what)
-    got = pheap.cum("child_hold", "alloc_space")
-    check(got >= 0.9 * 8 * MiB and _pids(pheap, "child_hold", "alloc_space") == {pid},
-          "%s, merged: the child's 8 MiB at child_hold should be in run.heap.pprof's alloc_space under its pid: "
-          "%d\n%s" % (what, got, pheap.cum_table("alloc_space")))
-    _lacks(pheap, "child_hold", "the parent (merged)", "inuse_space")
 
 
 def test_fork_child_exit(ctx):
@@ -331,20 +310,9 @@ def test_fork_child_sigterm(ctx):
 def test_fork_child_forks_again(ctx):
     """CONTRACT.md, files: a child that forks again, PROFILE_FORKS=own: three
     images, three pairs of files, each summary line naming its own; each CPU
-    profile holds its own image's work only. Merged: one set, each process's
-    work under its own pid."""
+    profile holds its own image's work only (merged: test_forks_merge.py)."""
     r, d, pid = _fork(ctx, "forkfork", 3, "exit:3")
     _forkfork_own(ctx, r, d, pid)
-    # Merged: the grandchild hands over to the image its parent was forked
-    # from, as the child does.
-    r, d, pid = _fork(ctx, "forkfork", 1, "exit:3", forks="merge")
-    m = re.search(r"^grandchild pid=(\d+) status=(\S+)$", r.stdout_text, re.M)
-    check(m, "no grandchild line\n%s" % r.describe())
-    pcpu, _ = _read_pair(ctx, d, "run", r)
-    check(_pids(pcpu, "child_burn", "samples") == {pid} and
-          _pids(pcpu, "grandchild_burn", "samples") == {int(m.group(1))},
-          "merged: child_burn and grandchild_burn should be in run.cpu.pprof under their own pids\n%s" %
-          pcpu.cum_table("samples"))
 
 
 def _forkfork_own(ctx, r, d, pid):
