@@ -200,3 +200,20 @@ def test_fork_child_stop_paths_hand_over(ctx):
               "%s: the child's 8 MiB at child_hold should be in run.heap.pprof's alloc_space under its pid: "
               "%d\n%s" % (what, got, pheap.cum_table("alloc_space")))
         _lacks(pheap, "child_hold", "the parent (merged)", "inuse_space")
+
+
+def test_snapshots_and_the_stop_add_up_to_the_children(ctx):
+    """With a snapshot a second, each child's samples are in the first set
+    written after it handed over and in no other: the numbered CPU profiles
+    and the final one add up to the children's CPU (not twice it)."""
+    r, d = ctx.profile([PROG, "100", "2000", "2"], PROFILE_INTERVAL="1s", PROFILE_SNAPSHOT_KEEP="1000")
+    kids, _ = _children(r)
+    files = [n for n in os.listdir(d) if re.match(r"run\.(\d+\.)?cpu\.pprof$", n)]
+    check(len(files) >= 2, "want snapshots beside the final CPU profile: %s\n%s" % (files, r.describe()))
+    got = 0
+    for n in files:
+        prof = ctx.read(os.path.join(d, n), r)
+        got += sum(v for p, v in _by_pid(prof, prof.index("cpu")).items() if p in kids)
+    truth = sum(kids.values())
+    check(0.9 * truth <= got <= 1.5 * truth + 0.05e9, "the children's CPU over %d files is %.3f s; they used "
+          "%.3f s by their own clocks" % (len(files), got / 1e9, truth / 1e9))
