@@ -35,40 +35,85 @@ bool g_child;               // a fork child that hands over at its stop
 char g_path[4096];          // the area's file, the owner's (removed at its stop)
 pthread_mutex_t g_create = PTHREAD_MUTEX_INITIALIZER;
 
+bool g_create_failed;        // create() failed once: later forks do not retry
+
+area::Slot* slots(area::Header* h) {
+  return reinterpret_cast<area::Slot*>(reinterpret_cast<char*>(h) + area::kHeaderBytes);
+}
+
+// Writes all of n bytes at off; false on any error (ENOSPC, EDQUOT, EFBIG).
+// The system call itself: the program's pwrite is a timed wrapper.
+bool write_at(int fd, const char* p, size_t n, uint64_t off) {
+  while (n) {
+    const long w = syscall(SYS_pwrite64, fd, p, n, off_t(off));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w, n -= size_t(w), off += uint64_t(w);
+  }
+  return true;
+}
+
 // Creates and maps .STEM.PID.spool; null where it cannot (then every child
 // writes its own files, as in own mode).
 area::Header* create() {
   std::string path = g_cfg->dir + "/." + image::stem() + "." + std::to_string(image::pid()) + ".spool";
-  if (path.size() >= sizeof g_path) return nullptr;
-  int fd = fsroot::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) return nullptr;
-  // Past RLIMIT_FSIZE ftruncate raises SIGXFSZ: no area rather than that.
   const uint64_t size = g_cfg->forks_spool;
+  if (path.size() >= sizeof g_path || size <= area::kDataOff) return nullptr;
+  // A file of this name is another pid namespace's (or a dead image's):
+  // never truncated under a mapping, a new one made instead.
+  fsroot::unlink(path.c_str());
+  int fd = fsroot::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return nullptr;
+  // The header and the slot index written, not mapped into being: on a
+  // full file system a store to a sparse page is SIGBUS. Past RLIMIT_FSIZE
+  // ftruncate raises SIGXFSZ: no area rather than that.
+  std::vector<char> head(area::kDataOff);
+  auto* h0 = reinterpret_cast<area::Header*>(head.data());
+  h0->magic = area::kMagic;
+  h0->version = area::kVersion;
+  h0->owner_pid = int32_t(image::pid());
+  h0->state = area::kOpen;
+  h0->capacity = size - area::kDataOff;
+  h0->start_real_ns = sys::now_ns(CLOCK_REALTIME);
+  snprintf(h0->stem, sizeof h0->stem, "%s", image::stem().c_str());
   void* p = MAP_FAILED;
-  if (sys::fsize_room(fd) >= size && ftruncate(fd, off_t(size)) == 0)
+  const int saved = errno;
+  if (sys::fsize_room(fd) >= size && write_at(fd, head.data(), head.size(), 0) && ftruncate(fd, off_t(size)) == 0)
     p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   ::close(fd);
+  errno = saved;
   if (p == MAP_FAILED) {
     fsroot::unlink(path.c_str());
     return nullptr;
   }
   memcpy(g_path, path.c_str(), path.size() + 1);
-  auto* h = static_cast<area::Header*>(p);
-  h->magic = area::kMagic;
-  h->version = area::kVersion;
-  h->owner_pid = int32_t(image::pid());
-  h->capacity = size - area::kHeaderBytes;
-  h->start_real_ns = sys::now_ns(CLOCK_REALTIME);
-  snprintf(h->stem, sizeof h->stem, "%s", image::stem().c_str());
-  __atomic_store_n(&h->state, area::kOpen, __ATOMIC_RELEASE);
-  return h;
+  return static_cast<area::Header*>(p);
 }
 
+// Whether the area's owner still runs. A direct child asks getppid; a
+// grandchild kill(owner, 0), which a filter that forbids it has already
+// made hand-over forbidden (sandbox.h).
 bool owner_alive(int32_t pid) {
+  if (getppid() == pid) return true;
+  if (sandbox::hand_over_forbidden()) return false;
   const int saved = errno;
   const bool alive = syscall(SYS_kill, pid, 0) == 0 || errno == EPERM;
   errno = saved;
   return alive;
+}
+
+// A child's blob into the file at its place, through a descriptor of its
+// own (the owner's was closed at the area's making): pwrite fails where
+// the file system has no room, where a store into the mapping would fault.
+bool write_blob(const std::vector<char>& bytes, uint64_t off) {
+  const int saved = errno;
+  int fd = fsroot::open(g_path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+  // Past RLIMIT_FSIZE (the child may have lowered it) pwrite is SIGXFSZ.
+  bool ok = fd >= 0 && sys::fsize_room(fd) >= area::kDataOff + off + bytes.size() &&
+            write_at(fd, bytes.data(), bytes.size(), area::kDataOff + off);
+  if (fd >= 0) ::close(fd);
+  errno = saved;
+  return ok;
 }
 
 // One child's blob, built before its place is reserved.
@@ -128,11 +173,23 @@ uint32_t kind_of(const char* name) {
 void setup(const config::Config* cfg) { g_cfg = cfg; }
 
 void before_fork() {
-  // Under a filter that forbids the stop's calls no child could hand over.
-  if (!g_cfg || g_cfg->forks_own || g_area || sandbox::stop_forbidden()) return;
+  // Under a filter that forbids the hand-over's calls no child could hand over.
+  if (!g_cfg || g_cfg->forks_own || sandbox::stop_forbidden() || sandbox::hand_over_forbidden()) return;
+  area::Header* h = __atomic_load_n(&g_area, __ATOMIC_ACQUIRE);
+  if (h && g_owner) return;
   pthread_mutex_lock(&g_create);
-  if (!g_area) {
-    area::Header* h = create();
+  h = g_area;
+  // An inherited area its owner closed (a daemon whose launcher has ended):
+  // this process's children hand over to it instead, a new area's owner.
+  if (h && !g_owner && __atomic_load_n(&h->state, __ATOMIC_SEQ_CST) != area::kOpen) {
+    munmap(h, g_cfg->forks_spool);
+    __atomic_store_n(&g_area, (area::Header*)nullptr, __ATOMIC_RELEASE);
+    g_child = false;
+    h = nullptr;
+  }
+  if (!h && !g_create_failed) {
+    h = create();
+    g_create_failed = !h;
     if (h) g_owner = true;
     __atomic_store_n(&g_area, h, __ATOMIC_RELEASE);
   }
@@ -150,15 +207,8 @@ void after_fork_in_child() {
 
 bool hand_over(uint64_t cpu_ns) {
   area::Header* h = g_area;
-  if (!g_child || !h) return false;
-  // Registered first, then the state read: the owner closes first, then
-  // waits for no writer (both sequentially consistent), so a child either
-  // sees the area closed or is waited for.
-  __atomic_add_fetch(&h->writers, 1, __ATOMIC_SEQ_CST);
-  if (__atomic_load_n(&h->state, __ATOMIC_SEQ_CST) != area::kOpen || !owner_alive(h->owner_pid)) {
-    __atomic_sub_fetch(&h->writers, 1, __ATOMIC_SEQ_CST);
-    return false;
-  }
+  if (!g_child || !h || sandbox::hand_over_forbidden()) return false;
+  if (__atomic_load_n(&h->state, __ATOMIC_SEQ_CST) != area::kOpen || !owner_alive(h->owner_pid)) return false;
   Blob blob;
   blob.bytes.resize(sizeof(area::BlobHeader));
   int n = 0;
@@ -174,29 +224,47 @@ bool hand_over(uint64_t cpu_ns) {
     }
   }
   while (blob.bytes.size() % 8) blob.bytes.push_back(0);
+  reinterpret_cast<area::BlobHeader*>(blob.bytes.data())->records = blob.n;
   const uint64_t len = blob.bytes.size();
-  const uint64_t off = __atomic_fetch_add(&h->used, len, __ATOMIC_SEQ_CST);
-  if (len > UINT32_MAX || off + len > h->capacity) {
-    // No room: this child writes its own files, and the owner's line says so.
-    __atomic_add_fetch(&h->fell_back, 1, __ATOMIC_SEQ_CST);
+  // Registered, then the state read: the owner closes first, then waits for
+  // no writer (both sequentially consistent), so a child either sees the
+  // area closed or is waited for. Between the two counts only atomics and
+  // system calls: nothing that faults, so nothing that skips the release.
+  __atomic_add_fetch(&h->writers, 1, __ATOMIC_SEQ_CST);
+  if (__atomic_load_n(&h->state, __ATOMIC_SEQ_CST) != area::kOpen) {
     __atomic_sub_fetch(&h->writers, 1, __ATOMIC_SEQ_CST);
     return false;
   }
-  char* at = reinterpret_cast<char*>(h) + area::kHeaderBytes + off;
-  auto* bh = reinterpret_cast<area::BlobHeader*>(blob.bytes.data());
-  bh->state = area::kWriting;
-  bh->len = uint32_t(len);
-  bh->pid = int32_t(image::pid());
-  bh->records = blob.n;
-  bh->cpu_ns = cpu_ns;
-  // The length first, so a reader can step over a blob being written.
-  __atomic_store_n(&reinterpret_cast<area::BlobHeader*>(at)->len, uint32_t(len), __ATOMIC_RELEASE);
-  memcpy(at + sizeof(uint32_t) * 2, blob.bytes.data() + sizeof(uint32_t) * 2, len - sizeof(uint32_t) * 2);
-  __atomic_store_n(&reinterpret_cast<area::BlobHeader*>(at)->state, area::kReady, __ATOMIC_RELEASE);
-  __atomic_add_fetch(&h->merged, 1, __ATOMIC_SEQ_CST);
-  __atomic_add_fetch(&h->merged_cpu_ns, cpu_ns, __ATOMIC_SEQ_CST);
+  const uint32_t i = __atomic_fetch_add(&h->nslots, 1, __ATOMIC_SEQ_CST);
+  const uint64_t off = i < area::kSlots ? __atomic_fetch_add(&h->used, len, __ATOMIC_SEQ_CST) : 0;
+  area::Slot* sl = i < area::kSlots ? &slots(h)[i] : nullptr;
+  bool ok = sl && off + len <= h->capacity;
+  if (ok) {
+    sl->pid = int32_t(image::pid()), sl->off = off, sl->len = len, sl->cpu_ns = cpu_ns;
+    ok = write_blob(blob.bytes, off);
+  }
+  bool published = false;
+  if (ok) {
+    uint32_t expect = area::kWriting;
+    // Fails where the owner gave the slot up (its wait ran out): the
+    // samples never reach it, so this child writes its own files.
+    published = __atomic_compare_exchange_n(&sl->state, &expect, area::kReady, false, __ATOMIC_SEQ_CST,
+                                            __ATOMIC_SEQ_CST);
+  } else {
+    // No room (slots, area, or the file system): this child writes its own
+    // files, and the owner's line says so.
+    if (sl) {
+      uint32_t expect = area::kWriting;
+      __atomic_compare_exchange_n(&sl->state, &expect, area::kAbandoned, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+    }
+    __atomic_add_fetch(&h->fell_back, 1, __ATOMIC_SEQ_CST);
+  }
+  if (published) {
+    __atomic_add_fetch(&h->merged, 1, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch(&h->merged_cpu_ns, cpu_ns, __ATOMIC_SEQ_CST);
+  }
   __atomic_sub_fetch(&h->writers, 1, __ATOMIC_SEQ_CST);
-  return true;
+  return published;
 }
 
 void close(uint64_t deadline_mono_ns) {
@@ -211,6 +279,14 @@ void close(uint64_t deadline_mono_ns) {
     struct timespec ts = {0, 1000000};
     nanosleep(&ts, nullptr);
   }
+  // What is not ready now never will be: given up, so that a child still
+  // writing learns its samples did not arrive (its publish fails).
+  const uint32_t ns = __atomic_load_n(&h->nslots, __ATOMIC_SEQ_CST);
+  for (uint32_t i = 0; i < ns && i < area::kSlots; ++i) {
+    uint32_t expect = area::kWriting;
+    __atomic_compare_exchange_n(&slots(h)[i].state, &expect, area::kAbandoned, false, __ATOMIC_SEQ_CST,
+                                __ATOMIC_SEQ_CST);
+  }
 }
 
 void merge(const engine::Engine& e, engine::Why why, const engine::Self& self, engine::Part* part) {
@@ -219,22 +295,21 @@ void merge(const engine::Engine& e, engine::Why why, const engine::Self& self, e
   const uint32_t kind = kind_of(e.name);
   if (!kind || (kind != area::kHeap && !e.table)) return;
   const uint32_t taken = kind == area::kCpu ? uint32_t(area::kTakenCpu) : kind == area::kWait ? uint32_t(area::kTakenWait) : 0u;
-  uint64_t used = __atomic_load_n(&h->used, __ATOMIC_ACQUIRE);
-  const uint64_t limit = used < h->capacity ? used : h->capacity;
-  const char* base = reinterpret_cast<const char*>(h) + area::kHeaderBytes;
-  for (uint64_t off = 0; off + sizeof(area::BlobHeader) <= limit;) {
-    auto* bh = reinterpret_cast<area::BlobHeader*>(const_cast<char*>(base) + off);
-    const uint32_t len = __atomic_load_n(&bh->len, __ATOMIC_ACQUIRE);
-    if (len < sizeof(area::BlobHeader) || off + len > limit) break;  // being reserved: the next set
-    off += len;
-    const uint32_t st = __atomic_load_n(&bh->state, __ATOMIC_ACQUIRE);
+  const uint32_t ns = __atomic_load_n(&h->nslots, __ATOMIC_ACQUIRE);
+  const char* base = reinterpret_cast<const char*>(h) + area::kDataOff;
+  for (uint32_t i = 0; i < ns && i < area::kSlots; ++i) {
+    area::Slot* sl = &slots(h)[i];
+    const uint32_t st = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
     if (!(st & area::kReady) || (st & taken)) continue;
+    if (sl->len < sizeof(area::BlobHeader) || sl->off + sl->len > h->capacity) continue;
     // A snapshot's CPU and waits are what was handed over since the last
     // one; the stop's are what no snapshot took (engine_table.h's rule).
-    if (taken && why == engine::Why::kSnapshot) __atomic_fetch_or(&bh->state, taken, __ATOMIC_ACQ_REL);
+    if (taken && why == engine::Why::kSnapshot) __atomic_fetch_or(&sl->state, taken, __ATOMIC_ACQ_REL);
+    const auto* bh = reinterpret_cast<const area::BlobHeader*>(base + sl->off);
+    const uint64_t len = sl->len;
     const char* p = reinterpret_cast<const char*>(bh) + sizeof(area::BlobHeader);
     const char* end = reinterpret_cast<const char*>(bh) + len;
-    for (uint32_t i = 0; i < bh->records && p + sizeof(area::Record) <= end; ++i) {
+    for (uint32_t j = 0; j < bh->records && p + sizeof(area::Record) <= end; ++j) {
       const auto* r = reinterpret_cast<const area::Record*>(p);
       const uint64_t* pcs = reinterpret_cast<const uint64_t*>(p + sizeof(area::Record));
       p += sizeof(area::Record) + r->depth * sizeof(uint64_t);
@@ -250,24 +325,34 @@ void merge(const engine::Engine& e, engine::Why why, const engine::Self& self, e
         std::string name(r->name, strnlen(r->name, sizeof r->name));
         if (!engine::table_sample_of(*e.table, stk, name, self, &s)) continue;
       }
-      s.pid = bh->pid;
+      s.pid = sl->pid;
       part->samples.push_back(std::move(s));
     }
   }
 }
 
+// Children whose blob the owner has (ready slots) and their CPU: from the
+// slots, not the header's counts, which a child adds to after publishing.
+void ready(area::Header* h, uint64_t* merged, uint64_t* cpu_ns) {
+  *merged = *cpu_ns = 0;
+  const uint32_t ns = __atomic_load_n(&h->nslots, __ATOMIC_ACQUIRE);
+  for (uint32_t i = 0; i < ns && i < area::kSlots; ++i)
+    if (__atomic_load_n(&slots(h)[i].state, __ATOMIC_ACQUIRE) & area::kReady) ++*merged, *cpu_ns += slots(h)[i].cpu_ns;
+}
+
 void figures(summary::Figures* f) {
   area::Header* h = g_area;
   if (!g_owner || !h) return;
-  const uint64_t merged = __atomic_load_n(&h->merged, __ATOMIC_ACQUIRE);
+  uint64_t merged, cpu;
+  ready(h, &merged, &cpu);
   const uint64_t fell = __atomic_load_n(&h->fell_back, __ATOMIC_ACQUIRE);
   if (!merged && !fell) return;
   char b[200];
   snprintf(b, sizeof b, " | forks %llu merged (%.2f s cpu, pid labels)", (unsigned long long)merged,
-           double(__atomic_load_n(&h->merged_cpu_ns, __ATOMIC_ACQUIRE)) / 1e9);
+           double(cpu) / 1e9);
   std::string s = b;
   if (fell) {
-    snprintf(b, sizeof b, ", %llu wrote their own files (the hand-over area was full: PROFILE_FORKS_SPOOL)",
+    snprintf(b, sizeof b, ", %llu wrote their own files (no room in the hand-over area: PROFILE_FORKS_SPOOL, or its file system)",
              (unsigned long long)fell);
     s += b;
   }
@@ -285,9 +370,10 @@ void reopen() {
 std::string marker_field() {
   area::Header* h = g_area;
   if (!g_owner || !h) return std::string();
-  const uint64_t merged = __atomic_load_n(&h->merged, __ATOMIC_ACQUIRE);
+  uint64_t merged, cpu;
+  ready(h, &merged, &cpu);
   if (!merged) return std::string();
-  return " forks=" + std::to_string(merged) + ":" + std::to_string(__atomic_load_n(&h->merged_cpu_ns, __ATOMIC_ACQUIRE));
+  return " forks=" + std::to_string(merged) + ":" + std::to_string(cpu);
 }
 
 }  // namespace forks

@@ -1,8 +1,12 @@
 // forks_area: the layout of the hand-over area (forks.h), a file mapped
 // MAP_SHARED by an image and every fork descendant of it. One 4 KiB header,
-// then blobs, one per child that handed over, each at a place the child
+// then the slot index (kSlots slots, one per child that hands over, taken
+// with one atomic add on `nslots`), then blobs, each at a place the child
 // reserved with one atomic add on `used`; a blob is its header then its
-// records, each record a stack with its values. `profshim ls` reads the
+// records, each record a stack with its values. The header and the index
+// are written to the file before it is mapped and a child writes its blob
+// with pwrite: no store to the mapping lands on a page the file system
+// has not given (a full disk is an error there, not SIGBUS). `profshim ls` reads the
 // header of a file a SIGKILLed owner left behind (cli/ls.py): keep the
 // offsets of its first fields. Pure layout.
 #pragma once
@@ -12,7 +16,7 @@ namespace forks {
 namespace area {
 
 constexpr uint64_t kMagic = 0x4c4f4f5053485350ull;  // "PSHSPOOL", little-endian
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 constexpr uint64_t kHeaderBytes = 4096;
 
 enum State : uint32_t { kUnset = 0, kOpen = 1, kClosed = 2 };
@@ -32,19 +36,31 @@ struct Header {
   uint64_t fell_back;      // 56: children that found no room and wrote their own files
   uint64_t start_real_ns;  // 64: when the owner made the area
   char stem[256];          // 72: the owner's file stem then
+  uint32_t nslots;         // 328: slots taken (may pass kSlots)
 };
 static_assert(sizeof(Header) <= kHeaderBytes, "the header fits its page");
 
-// A blob's state: written, then ready; the owner's snapshots mark what of
-// it they took (the heap's alloc_* is in every set, so it has no mark).
-enum BlobState : uint32_t { kWriting = 0, kReady = 1, kTakenCpu = 2, kTakenWait = 4 };
+// A slot's state: kWriting while its child writes; then either the child
+// publishes it (CAS to kReady) or the owner, done waiting at its stop, gives
+// it up (CAS to kAbandoned): exactly one of the two wins, so a child knows
+// whether its samples reached the owner. The owner's snapshots mark what of
+// a ready blob they took (the heap's alloc_* is in every set: no mark).
+enum SlotState : uint32_t { kWriting = 0, kReady = 1, kTakenCpu = 2, kTakenWait = 4, kAbandoned = 8 };
+
+struct Slot {
+  uint32_t state;   // SlotState bits
+  int32_t pid;      // the child's
+  uint64_t off;     // the blob's place after kDataOff
+  uint64_t len;     // its bytes, a multiple of 8
+  uint64_t cpu_ns;  // the child's CPU to its stop
+};
+
+constexpr uint32_t kSlots = 2048;
+constexpr uint64_t kDataOff = kHeaderBytes + kSlots * sizeof(Slot);
 
 struct BlobHeader {
-  uint32_t state;    // BlobState bits
-  uint32_t len;      // the whole blob's bytes, a multiple of 8; written first
-  int32_t pid;       // the child's
   uint32_t records;  // Records that follow
-  uint64_t cpu_ns;   // the child's CPU to its stop
+  uint32_t pad;
 };
 
 enum Kind : uint32_t { kCpu = 1, kWait = 2, kHeap = 3 };
