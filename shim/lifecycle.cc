@@ -302,7 +302,10 @@ void sandboxed(const char* why, bool stop) {
     // A snapshot under way finishes while its calls are still allowed.
     snapshot::halt(sys::now_ns(CLOCK_MONOTONIC) + 2000000000ull);
     mark_done();
-    snprintf(line, sizeof line, "%s, which the stop needs: this process writes no profile", why);
+    // Its forked children's hand-over ends too (they write their own
+    // files, as far as the filter lets them); what they handed over stays.
+    const std::string kept = forks::give_up();
+    snprintf(line, sizeof line, "%s, which the stop needs: this process writes no profile%s", why, kept.c_str());
   } else {
     snprintf(line, sizeof line, "%s, which sampling needs: CPU and waits are profiled up to here", why);
   }
