@@ -186,9 +186,8 @@ const Var kVars[] = {
     {"PROFILE_FORKS_SPOOL", "64M",
      "size of the file forked children hand their samples over in (a sparse file in DIR while the image runs); "
      "when it is full a child writes its own files",
-     "bytes from 72K (its header and slot index are 68K) to 2^40, with an optional suffix K, M or G (e.g. 64M)",
-     [](const char* s, C* c) {
-       return parse_bytes(s, uint64_t(1) << 40, &c->forks_spool) && c->forks_spool >= 72 * 1024;
+     "bytes from 8K to 2^40, with an optional suffix K, M or G (e.g. 64M)", [](const char* s, C* c) {
+       return parse_bytes(s, uint64_t(1) << 40, &c->forks_spool) && c->forks_spool >= 8192;
      }},
 };
 

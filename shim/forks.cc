@@ -58,7 +58,9 @@ bool write_at(int fd, const char* p, size_t n, uint64_t off) {
 area::Header* create() {
   std::string path = g_cfg->dir + "/." + image::stem() + "." + std::to_string(image::pid()) + ".spool";
   const uint64_t size = g_cfg->forks_spool;
-  if (path.size() >= sizeof g_path || size <= area::kDataOff) return nullptr;
+  const uint32_t nslots = area::slots_for(size);
+  const uint64_t data_off = area::data_off_for(nslots);
+  if (path.size() >= sizeof g_path || size <= data_off) return nullptr;
   // A file of this name is another pid namespace's (or a dead image's):
   // never truncated under a mapping, a new one made instead.
   fsroot::unlink(path.c_str());
@@ -67,13 +69,15 @@ area::Header* create() {
   // The header and the slot index written, not mapped into being: on a
   // full file system a store to a sparse page is SIGBUS. Past RLIMIT_FSIZE
   // ftruncate raises SIGXFSZ: no area rather than that.
-  std::vector<char> head(area::kDataOff);
+  std::vector<char> head(data_off);
   auto* h0 = reinterpret_cast<area::Header*>(head.data());
   h0->magic = area::kMagic;
   h0->version = area::kVersion;
   h0->owner_pid = int32_t(image::pid());
   h0->state = area::kOpen;
-  h0->capacity = size - area::kDataOff;
+  h0->capacity = size - data_off;
+  h0->slot_max = nslots;
+  h0->data_off = data_off;
   h0->start_real_ns = sys::now_ns(CLOCK_REALTIME);
   snprintf(h0->stem, sizeof h0->stem, "%s", image::stem().c_str());
   void* p = MAP_FAILED;
@@ -105,12 +109,11 @@ bool owner_alive(int32_t pid) {
 // A child's blob into the file at its place, through a descriptor of its
 // own (the owner's was closed at the area's making): pwrite fails where
 // the file system has no room, where a store into the mapping would fault.
-bool write_blob(const std::vector<char>& bytes, uint64_t off) {
+bool write_blob(const std::vector<char>& bytes, uint64_t at) {
   const int saved = errno;
   int fd = fsroot::open(g_path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
   // Past RLIMIT_FSIZE (the child may have lowered it) pwrite is SIGXFSZ.
-  bool ok = fd >= 0 && sys::fsize_room(fd) >= area::kDataOff + off + bytes.size() &&
-            write_at(fd, bytes.data(), bytes.size(), area::kDataOff + off);
+  bool ok = fd >= 0 && sys::fsize_room(fd) >= at + bytes.size() && write_at(fd, bytes.data(), bytes.size(), at);
   if (fd >= 0) ::close(fd);
   errno = saved;
   return ok;
@@ -236,12 +239,12 @@ bool hand_over(uint64_t cpu_ns) {
     return false;
   }
   const uint32_t i = __atomic_fetch_add(&h->nslots, 1, __ATOMIC_SEQ_CST);
-  const uint64_t off = i < area::kSlots ? __atomic_fetch_add(&h->used, len, __ATOMIC_SEQ_CST) : 0;
-  area::Slot* sl = i < area::kSlots ? &slots(h)[i] : nullptr;
+  const uint64_t off = i < h->slot_max ? __atomic_fetch_add(&h->used, len, __ATOMIC_SEQ_CST) : 0;
+  area::Slot* sl = i < h->slot_max ? &slots(h)[i] : nullptr;
   bool ok = sl && off + len <= h->capacity;
   if (ok) {
     sl->pid = int32_t(image::pid()), sl->off = off, sl->len = len, sl->cpu_ns = cpu_ns;
-    ok = write_blob(blob.bytes, off);
+    ok = write_blob(blob.bytes, h->data_off + off);
   }
   bool published = false;
   if (ok) {
@@ -282,7 +285,7 @@ void close(uint64_t deadline_mono_ns) {
   // What is not ready now never will be: given up, so that a child still
   // writing learns its samples did not arrive (its publish fails).
   const uint32_t ns = __atomic_load_n(&h->nslots, __ATOMIC_SEQ_CST);
-  for (uint32_t i = 0; i < ns && i < area::kSlots; ++i) {
+  for (uint32_t i = 0; i < ns && i < h->slot_max; ++i) {
     uint32_t expect = area::kWriting;
     __atomic_compare_exchange_n(&slots(h)[i].state, &expect, area::kAbandoned, false, __ATOMIC_SEQ_CST,
                                 __ATOMIC_SEQ_CST);
@@ -296,8 +299,8 @@ void merge(const engine::Engine& e, engine::Why why, const engine::Self& self, e
   if (!kind || (kind != area::kHeap && !e.table)) return;
   const uint32_t taken = kind == area::kCpu ? uint32_t(area::kTakenCpu) : kind == area::kWait ? uint32_t(area::kTakenWait) : 0u;
   const uint32_t ns = __atomic_load_n(&h->nslots, __ATOMIC_ACQUIRE);
-  const char* base = reinterpret_cast<const char*>(h) + area::kDataOff;
-  for (uint32_t i = 0; i < ns && i < area::kSlots; ++i) {
+  const char* base = reinterpret_cast<const char*>(h) + h->data_off;
+  for (uint32_t i = 0; i < ns && i < h->slot_max; ++i) {
     area::Slot* sl = &slots(h)[i];
     const uint32_t st = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
     if (!(st & area::kReady) || (st & taken)) continue;
@@ -336,7 +339,7 @@ void merge(const engine::Engine& e, engine::Why why, const engine::Self& self, e
 void ready(area::Header* h, uint64_t* merged, uint64_t* cpu_ns) {
   *merged = *cpu_ns = 0;
   const uint32_t ns = __atomic_load_n(&h->nslots, __ATOMIC_ACQUIRE);
-  for (uint32_t i = 0; i < ns && i < area::kSlots; ++i)
+  for (uint32_t i = 0; i < ns && i < h->slot_max; ++i)
     if (__atomic_load_n(&slots(h)[i].state, __ATOMIC_ACQUIRE) & area::kReady) ++*merged, *cpu_ns += slots(h)[i].cpu_ns;
 }
 

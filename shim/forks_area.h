@@ -1,6 +1,6 @@
 // forks_area: the layout of the hand-over area (forks.h), a file mapped
 // MAP_SHARED by an image and every fork descendant of it. One 4 KiB header,
-// then the slot index (kSlots slots, one per child that hands over, taken
+// then the slot index (slot_max slots, one per child that hands over, taken
 // with one atomic add on `nslots`), then blobs, each at a place the child
 // reserved with one atomic add on `used`; a blob is its header then its
 // records, each record a stack with its values. The header and the index
@@ -36,7 +36,9 @@ struct Header {
   uint64_t fell_back;      // 56: children that found no room and wrote their own files
   uint64_t start_real_ns;  // 64: when the owner made the area
   char stem[256];          // 72: the owner's file stem then
-  uint32_t nslots;         // 328: slots taken (may pass kSlots)
+  uint32_t nslots;         // 328: slots taken (may pass slot_max)
+  uint32_t slot_max;       // 332: slots in the index (slots_for)
+  uint64_t data_off;       // 336: where the blobs begin (data_off_for)
 };
 static_assert(sizeof(Header) <= kHeaderBytes, "the header fits its page");
 
@@ -50,13 +52,18 @@ enum SlotState : uint32_t { kWriting = 0, kReady = 1, kTakenCpu = 2, kTakenWait 
 struct Slot {
   uint32_t state;   // SlotState bits
   int32_t pid;      // the child's
-  uint64_t off;     // the blob's place after kDataOff
+  uint64_t off;     // the blob's place after data_off
   uint64_t len;     // its bytes, a multiple of 8
   uint64_t cpu_ns;  // the child's CPU to its stop
 };
 
-constexpr uint32_t kSlots = 2048;
-constexpr uint64_t kDataOff = kHeaderBytes + kSlots * sizeof(Slot);
+// One slot per 4 KiB of the file (a child's blob is 1-4 KiB), 16 to 65536:
+// 16384 children, a 512 KiB index, in the default 64 MiB.
+inline uint32_t slots_for(uint64_t size) {
+  const uint64_t n = size / 4096;
+  return uint32_t(n < 16 ? 16 : n > 65536 ? 65536 : n);
+}
+inline uint64_t data_off_for(uint32_t slots) { return kHeaderBytes + uint64_t(slots) * sizeof(Slot); }
 
 struct BlobHeader {
   uint32_t records;  // Records that follow

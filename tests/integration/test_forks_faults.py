@@ -56,13 +56,13 @@ def test_room_for_the_area_but_not_for_every_child(ctx):
     no room on disk (its pwrite fails, where a store into the mapping was
     SIGBUS) writes its own files; every child is either merged or counted
     as on its own in the owner's line."""
-    mnt = _small_tmpfs(ctx, "1m")
+    mnt = _small_tmpfs(ctx, "2m")
     try:
         d = os.path.join(mnt, "prof")
         os.mkdir(d)
         gap = os.path.join(mnt, "gap")
         with open(gap, "wb") as f:
-            f.write(b"\0" * (80 << 10))  # the area's header and index are 68 KiB
+            f.write(b"\0" * (524 << 10))  # the area's header and index are 516 KiB
         _fill(os.path.join(mnt, "fill"))
         os.unlink(gap)
         n = 12

@@ -134,11 +134,11 @@ def test_a_child_that_execs_is_another_program(ctx):
 
 def test_a_full_area_leaves_children_their_own_files(ctx):
     n = 30
-    r, d = ctx.profile([PROG, str(n), "2000", "4"], PROFILE_FORKS_SPOOL="96K", PROFILE_HEAP_SAMPLE="1")
+    r, d = ctx.profile([PROG, str(n), "2000", "4"], PROFILE_FORKS_SPOOL="8K", PROFILE_HEAP_SAMPLE="1")
     kids, parent = _children(r)
     check(len(kids) == n, "the workload should report %d children\n%s" % (n, r.describe()))
     merged, _, fell = _merged_line(r)
-    check(fell >= 1 and merged >= 1 and merged + fell == n, "in a 96 KiB file (28 KiB after its index) some children fit and the rest "
+    check(fell >= 1 and merged >= 1 and merged + fell == n, "in an 8 KiB area some children fit and the rest "
           "write their own files: %d merged, %d on their own, of %d" % (merged, fell, n))
     names = profile_dir_names(d)
     own = {int(m.group(1)) for m in (re.match(r"run\.%s\.(\d+)\.cpu\.pprof$" % PROG, x) for x in names) if m}
