@@ -53,6 +53,17 @@ bool write_at(int fd, const char* p, size_t n, uint64_t off) {
   return true;
 }
 
+// The slot index's pages given by the file system (the owner stores into
+// every slot at its close): fallocate, which writes nothing, or zeros where
+// the file system has no fallocate.
+bool give_room(int fd, uint64_t end) {
+  const uint64_t at = area::kHeaderBytes;
+  if (syscall(SYS_fallocate, fd, 0, off_t(at), off_t(end - at)) == 0) return true;
+  if (errno != EOPNOTSUPP && errno != ENOSYS) return false;
+  std::vector<char> zeros(end - at);
+  return write_at(fd, zeros.data(), zeros.size(), at);
+}
+
 // Creates and maps .STEM.PID.spool; null where it cannot (then every child
 // writes its own files, as in own mode).
 area::Header* create() {
@@ -69,7 +80,7 @@ area::Header* create() {
   // The header and the slot index written, not mapped into being: on a
   // full file system a store to a sparse page is SIGBUS. Past RLIMIT_FSIZE
   // ftruncate raises SIGXFSZ: no area rather than that.
-  std::vector<char> head(data_off);
+  std::vector<char> head(area::kHeaderBytes);
   auto* h0 = reinterpret_cast<area::Header*>(head.data());
   h0->magic = area::kMagic;
   h0->version = area::kVersion;
@@ -82,7 +93,8 @@ area::Header* create() {
   snprintf(h0->stem, sizeof h0->stem, "%s", image::stem().c_str());
   void* p = MAP_FAILED;
   const int saved = errno;
-  if (sys::fsize_room(fd) >= size && write_at(fd, head.data(), head.size(), 0) && ftruncate(fd, off_t(size)) == 0)
+  if (sys::fsize_room(fd) >= size && write_at(fd, head.data(), head.size(), 0) && give_room(fd, data_off) &&
+      ftruncate(fd, off_t(size)) == 0)
     p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   ::close(fd);
   errno = saved;

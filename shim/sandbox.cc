@@ -170,6 +170,7 @@ const Probe kProbes[] = {
     P(openat, kHandOver, kAtCwd, 0, O_WRONLY | O_CLOEXEC | O_NOFOLLOW),
     P(pwrite64, kHandOver, 0, 0, 0, 0),
     P(ftruncate, kHandOver, 0, 0),
+    P(fallocate, kHandOver, 0, 0),
     P(faccessat, kStop, kAtCwd),
 #ifdef SYS_open  // the calls glibc and libraries still make by their old numbers
     P(open, kStop, 0, O_RDONLY | O_CLOEXEC),
