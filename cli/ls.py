@@ -3,6 +3,7 @@ first, then the largest; one header per session (one run of a root
 program with everything it started). The report uses the same rows."""
 
 import os
+import struct
 import time
 
 import images
@@ -24,6 +25,10 @@ def extras(img):
     """What else the image wrote: other kinds with their default total,
     snapshot counts, files that are not profiles."""
     out, sets = [], {}
+    forks = (img.marker or {}).get("forks")
+    if forks:
+        out.append("%d forked process%s merged (%s cpu, pid labels)" % (
+            forks[0], "" if forks[0] == 1 else "es", fmt_value(forks[1], "nanoseconds")))
     for kind in sorted(img.files):
         fs = img.files[kind]
         f = fs[0]
@@ -110,6 +115,34 @@ def table(rows):
     return [line(dict(cols))] + [line(r) for r in rows]
 
 
+# The hand-over area's header (shim/forks_area.h): magic, version, owner
+# pid, state, writers, used, capacity, merged, merged cpu, fell back, start.
+SPOOL_HEAD = struct.Struct("<QIiIIQQQQQQ")
+SPOOL_MAGIC = 0x4c4f4f5053485350
+
+
+def spools(d, prefix):
+    """Lines for the hand-over files a killed image left behind
+    (.STEM.PID.spool): what its forked children handed over, not turned
+    into a profile."""
+    out = []
+    for n in sorted(os.listdir(d)):
+        if not (n.startswith(".") and n.endswith(".spool")) or (prefix and not n.startswith("." + prefix + ".")):
+            continue
+        try:
+            with open(os.path.join(d, n), "rb") as f:
+                head = f.read(SPOOL_HEAD.size)
+            magic, _, pid, _, _, _, _, merged, cpu, fell, _ = SPOOL_HEAD.unpack(head)
+        except (OSError, struct.error):
+            continue
+        if magic != SPOOL_MAGIC:
+            continue
+        out.append("%s: kept from pid %d, which never wrote its files (killed?): %d forked process%s handed "
+                   "over %s cpu, %d wrote their own" % (n, pid, merged, "" if merged == 1 else "es",
+                                                       fmt_value(cpu, "nanoseconds"), fell))
+    return out
+
+
 def targets(arg):
     """(directory, name prefix or None) of DIR or DIR/NAME."""
     if os.path.isdir(arg):
@@ -129,6 +162,11 @@ def main(args, out, err):
             status = 66
             continue
         imgs, _ = images.scan(d, prefix)
+        kept = spools(d, prefix)
+        for line in kept:
+            out(line)
+        if not imgs and kept:
+            continue
         if not imgs and prefix and not os.path.exists(arg):
             # Neither a directory nor NAME.* beside it: the operator meant a
             # directory (DIR/NAME only reads as such when NAME's files exist).

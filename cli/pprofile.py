@@ -40,20 +40,25 @@ def gzip_comment(path):
 
 def parse_marker(comment):
     """The shim's "profshim session=ROOTPID:START pid=PID alt=STEM cpu=NS
-    exe=PATH" as a dict, or None (another writer's file, or an older
-    shim's). cpu= (the image's CPU to its stop) is absent in older files."""
+    [forks=N:NS] exe=PATH" as a dict, or None (another writer's file, or an
+    older shim's). cpu= (the image's CPU to its stop) is absent in older
+    files; forks= (the forked children merged into the file, and their CPU)
+    when none was."""
     if not comment.startswith("profshim session="):
         return None
     try:
         head, exe = comment.split(" exe=", 1)
         head, alt = head.split(" alt=", 1)
         alt, _, cpu = alt.partition(" cpu=")
+        cpu, _, forks = cpu.partition(" forks=")
         session, pid = head[len("profshim session="):].split(" pid=", 1)
         int(pid)
         cpu_ns = int(cpu) if cpu else None
+        n, _, fcpu = forks.partition(":")
+        merged = (int(n), int(fcpu)) if forks else None
     except ValueError:
         return None
-    return {"session": session, "pid": int(pid), "alt": alt, "cpu_ns": cpu_ns, "exe": exe}
+    return {"session": session, "pid": int(pid), "alt": alt, "cpu_ns": cpu_ns, "exe": exe, "forks": merged}
 
 
 def _varint(buf, i):

@@ -186,6 +186,18 @@ const Var kVars[] = {
       "program names, comma-separated: only images of these programs are profiled, the others stay inert",
       "program names separated by commas, as python3,cc1plus: no empty name, no '/', no space",
       [](const char* s, C* c) { return (!*s || valid_only(s)) && (c->only = s, true); }},
+    {"PROFILE_FORKS", "merge",
+     "merge: a forked child that does not exec hands its samples to its parent image's files (pid label); "
+     "own: it writes files of its own",
+     "merge or own", [](const char* s, C* c) {
+       return (std::strcmp(s, "merge") == 0 || std::strcmp(s, "own") == 0) && (c->forks_own = s[0] == 'o', true);
+     }},
+    {"PROFILE_FORKS_SPOOL", "64M",
+     "size of the file forked children hand their samples over in (a sparse file in DIR while the image runs); "
+     "when it is full a child writes its own files",
+     "bytes from 8K to 2^40, with an optional suffix K, M or G (e.g. 64M)", [](const char* s, C* c) {
+       return parse_bytes(s, uint64_t(1) << 40, &c->forks_spool) && c->forks_spool >= 8192;
+     }},
 };
 
 }  // namespace

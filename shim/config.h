@@ -30,6 +30,8 @@ struct Config {
   // A process tree (docs/CONFIG.md, "Process trees").
   std::string log;   // PROFILE_LOG: summary lines go there; relative to dir; "" = none
   std::string only;  // PROFILE_ONLY: program names, comma-separated; "" = every image
+  bool forks_own = false;     // PROFILE_FORKS=own: fork children write their own files
+  uint64_t forks_spool = 0;   // PROFILE_FORKS_SPOOL: the hand-over area's bytes (forks.h)
 };
 
 using Getenv = const char* (*)(const char*);

@@ -31,6 +31,8 @@
 
 namespace engine {
 
+struct TableSource;  // engine_table.h
+
 enum class Why { kStop, kSnapshot, kPeak };
 
 // The moment a set stands for: the stop's request, a snapshot's start.
@@ -45,6 +47,9 @@ struct Sample {
   // A frame below addrs, by name alone, in no mapping (the wait profile's
   // blocking call); empty for none.
   std::string leaf;
+  // Whose it is: 0 for this image's own, else a fork child's pid (its
+  // samples handed over, forks.h): the writer's pid label says it.
+  int32_t pid = 0;
 };
 
 // One profile of a set, before symbolization.
@@ -81,6 +86,11 @@ struct Self {
 };
 // From /proc/self/maps, parsed: every mapping of the file that holds the shim.
 Self self_ranges(const std::vector<procmaps::Line>& lines);
+
+// A heap stack as jemalloc dumped it (return addresses, the allocator
+// first) cut as this image's heap part cuts its own (engine_heap.cc): false
+// if it is the shim's own allocation or has no frame left.
+bool heap_sample_of(const uint64_t* pcs, size_t n, const Self& self, Sample* out);
 
 // Every member is set by each engine but the hooks marked optional (null:
 // nothing to do). Designated initialisers name them (engine_cpu.cc).
@@ -126,6 +136,9 @@ struct Engine {
   // *cursor (0 at first), which it advances (unload.h looks for addresses
   // in code a dlclose may unmap). Null: it keeps no stack table.
   void (*for_each_since)(uint64_t* cursor, void (*fn)(const stack_table::Stack&, void*), void* arg) = nullptr;
+  // Optional: its stack table, when it keeps one (engine_table.h), which a
+  // fork child hands over whole and its parent adds to its parts (forks.h).
+  const TableSource* table = nullptr;
   // Its part of a set. False with *err when it failed; false with *err
   // empty when it has no part in this kind of set (the CPU, in a peak).
   bool (*collect)(Why why, const When& when, const Self& self, Part* out, std::string* err) = nullptr;

@@ -93,6 +93,7 @@ const Engine kCpu = {
     .resume = resume,
     .sandboxed = sampler::stop,
     .for_each_since = sampler::for_each_since,
+    .table = &kSource,
     .collect = collect,
     .figures = figures,
 };

@@ -23,16 +23,25 @@ bool g_on;  // heap::start() ran for this image
 
 const char* const kAlso[] = {"heap-peak", nullptr};  // snapshot.h's NAME.heap-peak.pprof
 
+}  // namespace
+
+bool heap_sample_of(const uint64_t* pcs, size_t n, const Self& self, Sample* s) {
+  size_t i = 0;
+  while (i < n && self.in_alloc(pcs[i] - 1)) ++i;  // the allocator
+  // Called from the shim's own code (its libstdc++'s static initialisers,
+  // say): the shim's allocation, not the program's.
+  if (i < n && self.in_text(pcs[i] - 1) && !self.in_wrap(pcs[i] - 1)) return false;
+  for (; i < n; ++i)
+    if (!self.in_wrap(pcs[i] - 1)) s->addrs.push_back(pcs[i] - 1);
+  return true;
+}
+
+namespace {
+
 void cut(const heap_dump::Dump& d, const Self& self, Part* out) {
   for (const auto& rec : d.records) {
     Sample s;
-    size_t i = 0;
-    while (i < rec.pcs.size() && self.in_alloc(rec.pcs[i] - 1)) ++i;  // the allocator
-    // Called from the shim's own code (its libstdc++'s static initialisers,
-    // say): the shim's allocation, not the program's.
-    if (i < rec.pcs.size() && self.in_text(rec.pcs[i] - 1) && !self.in_wrap(rec.pcs[i] - 1)) continue;
-    for (; i < rec.pcs.size(); ++i)
-      if (!self.in_wrap(rec.pcs[i] - 1)) s.addrs.push_back(rec.pcs[i] - 1);
+    if (!heap_sample_of(rec.pcs.data(), rec.pcs.size(), self, &s)) continue;
     s.values = {int64_t(rec.alloc_objects + 0.5), int64_t(rec.alloc_space + 0.5),
                 int64_t(rec.inuse_objects + 0.5), int64_t(rec.inuse_space + 0.5)};
     out->samples.push_back(std::move(s));

@@ -29,28 +29,36 @@ uint64_t gained(uint64_t now, uint64_t* mark, bool advance) {
   return now > was ? now - was : 0;
 }
 
-void add_thread(const stack_table::Stack& st, Walk* w, Sample* s) {
+void label_thread(int32_t tid, const std::string& name, Sample* s) {
   pprof::Label id;
-  id.key = "thread_id", id.num = st.tid, id.is_num = true;
+  id.key = "thread_id", id.num = tid, id.is_num = true;
   s->labels.push_back(id);
-  auto n = w->names.find(st.serial);
-  if (n == w->names.end()) n = w->names.emplace(st.serial, w->src->thread_name(st.serial)).first;
-  if (!n->second.empty()) {
+  if (!name.empty()) {
     pprof::Label nm;
-    nm.key = "thread_name", nm.str = n->second;
+    nm.key = "thread_name", nm.str = name;
     s->labels.push_back(nm);
   }
 }
 
+void add_thread(const stack_table::Stack& st, Walk* w, Sample* s) {
+  auto n = w->names.find(st.serial);
+  if (n == w->names.end()) n = w->names.emplace(st.serial, w->src->thread_name(st.serial)).first;
+  label_thread(st.tid, n->second, s);
+}
+
 // The program's frames only: work of the shim's on a program's thread is
 // shown at the program's call (engine.h's Self).
+void program_frames(const stack_table::Stack& st, const Self& self, Sample* s) {
+  for (uint32_t i = 0; i < st.depth; ++i) {
+    uint64_t addr = stackwalk::lookup_addr(st.pcs[i]);
+    if (!self.shim_own(addr)) s->addrs.push_back(addr);
+  }
+}
+
 void add(const stack_table::Stack& st, void* arg) {
   Walk* w = static_cast<Walk*>(arg);
   Sample s;
-  for (uint32_t i = 0; i < st.depth; ++i) {
-    uint64_t addr = stackwalk::lookup_addr(st.pcs[i]);
-    if (!w->self->shim_own(addr)) s.addrs.push_back(addr);
-  }
+  program_frames(st, *w->self, &s);
   if (s.addrs.empty()) return;  // all the shim's (its own threads are not sampled)
   w->run_weight += st.weight;
   TableDelta::Mark none = {0, 0}, *m = &none;
@@ -68,6 +76,16 @@ void add(const stack_table::Stack& st, void* arg) {
 }
 
 }  // namespace
+
+bool table_sample_of(const TableSource& src, const stack_table::Stack& st, const std::string& thread_name,
+                     const Self& self, Sample* out) {
+  program_frames(st, self, out);
+  if (out->addrs.empty() || (!st.count && !(src.weight_alone && st.weight))) return false;
+  out->values = {int64_t(st.count), int64_t(st.weight)};
+  if (src.dress) src.dress(st, self, out);
+  label_thread(st.tid, thread_name, out);
+  return true;
+}
 
 void TableDelta::begin(const When& now) {
   window_mono_ = now.mono_ns, window_real_ = now.real_ns;

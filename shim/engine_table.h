@@ -32,6 +32,14 @@ struct TableSource {
   bool weight_alone;
 };
 
+// A stack of another process's table (a fork child's, handed over whole:
+// forks.h) as a sample of this image's part, as collect() makes one: the
+// program's frames, all its values {count, weight}, dressed, labelled with
+// its thread (thread_name as the child had it). False when it is not in a
+// part (no frame of the program's; no count where weight alone is not).
+bool table_sample_of(const TableSource& src, const stack_table::Stack& st, const std::string& thread_name,
+                     const Self& self, Sample* out);
+
 // One per engine, a global: zero until begin(), with no dynamic
 // initialiser (DESIGN "Globals").
 class TableDelta {

@@ -95,6 +95,7 @@ const Engine kWait = {
     .sandboxed = waits::stop,
     .quiet_thread = waits::quiet_thread,
     .for_each_since = waits::for_each_since,
+    .table = &kSource,
     .collect = collect,
     .figures = figures,
 };

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "atomic_file.h"
+#include "forks.h"
 #include "gzip.h"
 #include "identity.h"
 #include "image.h"
@@ -100,7 +101,7 @@ std::vector<uint64_t> add_mappings(pprof::Builder& b, const std::vector<engine::
 
 // Every sample carries its image's pid and program, so the profiles of a
 // process tree merged by pprof still say whose each sample is (-tags,
-// -tagfocus=program=cc1plus).
+// -tagfocus=program=cc1plus); a fork child's handed-over one, its pid.
 std::vector<pprof::Label> image_labels(const identity::Identity& id) {
   pprof::Label pid, prog;
   pid.key = "pid", pid.num = id.pid, pid.is_num = true;
@@ -127,6 +128,7 @@ void fill(pprof::Builder& b, const std::vector<engine::Sample>& samples, const S
       ids.push_back(it->second);
     }
     std::vector<pprof::Label> ls = common;
+    if (s.pid) ls[0].num = s.pid;
     ls.insert(ls.end(), s.labels.begin(), s.labels.end());
     b.add_sample(ids, s.values, ls);
   }
@@ -291,6 +293,7 @@ void collect(engine::Why why, const engine::When& when, Set* set) {
     engine::Part p;
     std::string err;
     if (all[i]->collect(why, when, set->self, &p, &err)) {
+      forks::merge(*all[i], why, set->self, &p);
       set->parts.push_back(std::move(p));
       set->from.push_back(all[i]);
     } else if (!err.empty()) {
@@ -348,6 +351,10 @@ void run(Context& ctx) {
     if (all[i]->on()) all[i]->halt();
   uint64_t cpu_ns = image_cpu_ns();  // the moment the CPU profile ends
   f.cpu_to_stop_s = double(cpu_ns) / 1e9;
+  // A fork child's end but an exec's (another program) hands its samples
+  // to its parent image: no maps, no symbols, no files, no line (forks.h).
+  if (strcmp(ctx.how, "exec") != 0 && forks::hand_over(cpu_ns)) return (void)ctx.reported.exchange(true);
+  forks::close(ctx.deadline_mono_ns);  // what this image's children handed over is in this set
   Set set;
   engine::When when;
   when.mono_ns = ctx.stop_mono_ns;
@@ -376,6 +383,8 @@ void run(Context& ctx) {
     all[i]->figures(mine, &f);
   }
   snapshot::at_stop(set.part("heap"), &f);
+  forks::figures(&f);
+  if (!f.files.empty()) forks::release();
   getrusage(RUSAGE_SELF, &ru);
   f.peak_rss_bytes = uint64_t(ru.ru_maxrss) * 1024;
   f.wall_s = double(ctx.stop_mono_ns - ctx.start_mono_ns) / 1e9;

@@ -84,6 +84,38 @@ bool start(unsigned lg_sample, std::string* err) {
 
 bool started() { return g_started; }
 
+void reset_counts(uint64_t seed) {
+  size_t lg = 0, sz = sizeof lg;
+  if (!alloc_choice::jemalloc() || mallctl("prof.lg_sample", &lg, &sz, nullptr, 0) != 0) return;
+  // The reset gives the calling thread fresh profiling data, whose switch
+  // is jemalloc's default for a new thread (off: the shim's threads are
+  // kept out that way): it is put back as it was.
+  const bool was = swap_thread_active(false);
+  mallctl("prof.reset", nullptr, nullptr, &lg, sizeof lg);
+  // A fork child inherits its parent's countdown to the next sample and
+  // the generator that draws the next ones: every child of a server would
+  // sample the same allocations, all or none of them (200 children of 8
+  // blocks each: none). Allocating a seeded amount, up to 8 mean periods,
+  // with sampling off moves each child to a point of its own in that
+  // sequence. At most 64 malloc/free pairs, whatever the period (a period
+  // of 2^36 bytes in 64 KiB steps took seconds per fork): the step grows
+  // with it, up to 4 MiB (untouched memory: no page is faulted in).
+  uint64_t x = seed * 0x9e3779b97f4a7c15ull;
+  x ^= x >> 29;
+  const uint64_t span = lg < 40 ? uint64_t(8) << lg : uint64_t(8) << 40;
+  size_t chunk = size_t(span / 64);
+  if (chunk < (64 << 10)) chunk = 64 << 10;
+  if (chunk > (4 << 20)) chunk = 4 << 20;
+  const uint64_t skip = x % (uint64_t(chunk) * 64 < span ? uint64_t(chunk) * 64 : span);
+  for (uint64_t done = 0; done < skip; done += chunk) {
+    void* p = malloc(chunk);
+    if (!p) break;
+    __asm__ volatile("" : : "r"(p) : "memory");  // keep the allocation
+    free(p);
+  }
+  set_thread_active(was);
+}
+
 // Each of these touches jemalloc only where it serves: a call would boot
 // it in an image that never allocates from it.
 void set_active(bool on) {

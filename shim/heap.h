@@ -16,6 +16,11 @@ bool available(std::string* err);
 // stay in the profile when the rate is the default. From then on the
 // program's mallctl cannot change the profiler (malloc_api.h).
 bool start(unsigned lg_sample, std::string* err);
+// prof.reset at the current rate: the counts start again from now (a fork
+// child that hands its heap over counts its own allocations only, forks.h),
+// and the countdown to the next sample moves by an amount drawn from seed
+// (the child's pid: siblings do not sample in step).
+void reset_counts(uint64_t seed);
 // Whether start() succeeded in this process (a fork child inherits it).
 bool started();
 // prof.active: whether new allocations are sampled at all (process-wide).

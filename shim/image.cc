@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "engine.h"
+#include "forks.h"
 #include "fsroot.h"
 #include "gzip.h"
 #include "only.h"
@@ -277,7 +278,7 @@ std::string final_stem(const std::string& dir, const std::string& base, uint64_t
 
 std::string marker() {
   return "profshim session=" + session_tag() + " pid=" + std::to_string(g_pid.load()) + " alt=" + stem(false) +
-         " cpu=" + std::to_string(g_cpu_ns) + " exe=" + exe_path();
+         " cpu=" + std::to_string(g_cpu_ns) + forks::marker_field() + " exe=" + exe_path();
 }
 
 bool env_profiles(char* const envp[], const char* path, const char* argv0) {

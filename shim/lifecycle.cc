@@ -19,6 +19,7 @@
 #include "engine.h"
 #include "errline.h"
 #include "finish.h"
+#include "forks.h"
 #include "freeze.h"
 #include "fsroot.h"
 #include "fsroot.h"
@@ -164,7 +165,9 @@ void normal_stop(const char* how, const std::string* stem = nullptr) {
 }
 
 void before_fork() {
-  if (g_state.load() == kRunning) engine::each_on(&engine::Engine::before_fork);
+  if (g_state.load() != kRunning) return;
+  forks::before_fork();
+  engine::each_on(&engine::Engine::before_fork);
 }
 
 void after_fork_in_parent() {
@@ -188,6 +191,7 @@ void after_fork_in_child() {
   g_execs.store(0);
   fatal_after_fork();
   freeze::after_fork();
+  forks::after_fork_in_child();
   // The parent's seccomp filter is the child's: what it forbade stays off,
   // over fresh tables (the parent's samples are the parent's).
   engine::each_on(&engine::Engine::after_fork_in_child);
@@ -273,6 +277,7 @@ void exec_failed(char* const envp[], char* const* env) {
     return;
   // Same image, still running: profile on, and its final stop writes again.
   begin_image(false);
+  forks::reopen();
   engine::each_on(&engine::Engine::resume, /*backwards=*/true);
   g_state.store(kRunning);
   snapshot::resume();
@@ -297,7 +302,10 @@ void sandboxed(const char* why, bool stop) {
     // A snapshot under way finishes while its calls are still allowed.
     snapshot::halt(sys::now_ns(CLOCK_MONOTONIC) + 2000000000ull);
     mark_done();
-    snprintf(line, sizeof line, "%s, which the stop needs: this process writes no profile", why);
+    // Its forked children's hand-over ends too (they write their own
+    // files, as far as the filter lets them); what they handed over stays.
+    const std::string kept = forks::give_up();
+    snprintf(line, sizeof line, "%s, which the stop needs: this process writes no profile%s", why, kept.c_str());
   } else {
     snprintf(line, sizeof line, "%s, which sampling needs: CPU and waits are profiled up to here", why);
   }

@@ -117,7 +117,7 @@ bool disarm(Slot* s, uint32_t to) {
 
 // Arms a timer on tid's CPU clock, first expiry at a random point of the
 // first period so that short-lived threads are not biased against.
-Slot* arm(pid_t tid, uint64_t start_fn, bool own_exit) {
+Slot* arm(pid_t tid, uint64_t start_fn, bool own_exit, const uint64_t* born, int n) {
   Slot* s = claim_slot(int32_t(tid));
   if (!s) {
     g.timer_failures.fetch_add(1);
@@ -140,6 +140,9 @@ Slot* arm(pid_t tid, uint64_t start_fn, bool own_exit) {
     // its first sample. Before the timer exists: no sample races this.
     uint64_t pc = start_fn | stackwalk::kExact;
     s->last = g_table.add(&pc, 1, tid, s->serial, 0, 0, s->last_cpu);
+    g.credited_nanos.fetch_add(s->last_cpu, std::memory_order_relaxed);
+  } else if (born && n > 0 && s->last_cpu) {
+    s->last = g_table.add(born, uint32_t(n), tid, s->serial, 0, 0, s->last_cpu);
     g.credited_nanos.fetch_add(s->last_cpu, std::memory_order_relaxed);
   }
   struct sigevent sev;
@@ -245,8 +248,8 @@ long timer_quota() {
   return quota > 0 ? quota : 0;  // none at all: the program keeps its last slots
 }
 
-bool arm_self(std::string* err, uint64_t start_fn) {
-  Slot* self = arm(sys::gettid(), start_fn, false);
+bool arm_self(std::string* err, uint64_t start_fn, const uint64_t* born, int n) {
+  Slot* self = arm(sys::gettid(), start_fn, false, born, n);
   // No queued-signal slot left for it (RLIMIT_SIGPENDING): this thread goes
   // unsampled, counted, as any other past the quota; the others are not.
   if (!self && errno == EAGAIN) return true;

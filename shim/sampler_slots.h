@@ -85,7 +85,10 @@ void release(Slot* s);
 // Deletes s's timer exactly once, whoever gets here first; to: kDead or kStopped.
 bool disarm(Slot* s, uint32_t to);
 // Arms a timer on tid's CPU clock; null when none could be (counted).
-Slot* arm(pid_t tid, uint64_t start_fn, bool own_exit);
+// born (n frames, the calling thread's own stack): what the thread's clock
+// holds already is credited there before the timer exists (a fork child's
+// thread, whose clock started at the fork).
+Slot* arm(pid_t tid, uint64_t start_fn, bool own_exit, const uint64_t* born = nullptr, int n = 0);
 // The thread key's destructor: a thread's end.
 void on_thread_exit(void* p);
 // A thread's name as the kernel has it, for serial; not signal-safe.
@@ -97,7 +100,7 @@ void unmap_tables();
 // How many timers this image may hold (RLIMIT_SIGPENDING).
 long timer_quota();
 // The calling thread's timer; false with *err only when sampling cannot run.
-bool arm_self(std::string* err, uint64_t start_fn = 0);
+bool arm_self(std::string* err, uint64_t start_fn = 0, const uint64_t* born = nullptr, int n = 0);
 // Until no handler runs (bounded).
 void wait_in_flight();
 

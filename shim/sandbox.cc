@@ -52,7 +52,9 @@ constexpr uint32_t kArch = AUDIT_ARCH_AARCH64;
 // kMust: a call that must run, not merely fail: rt_sigreturn answered with
 // an error returns into whatever follows the restorer, a thread's exit
 // loops on it, a futex wait spins.
-enum Need : uint8_t { kRun = 1, kStop = 2, kTimer = 4, kSignals = 8, kMust = 16 };
+// kHandOver: a fork child's hand-over (forks.h); forbidden, children write
+// their own files and the stop goes on.
+enum Need : uint8_t { kRun = 1, kStop = 2, kTimer = 4, kSignals = 8, kMust = 16, kHandOver = 32 };
 
 // One of the shim's calls with the arguments a filter might look at (flags,
 // the signal's target): the ones the shim passes, as far as they are fixed.
@@ -75,7 +77,10 @@ constexpr uint64_t kAtCwd = uint64_t(int64_t(AT_FDCWD));
 // lets CLOCK_THREAD_CPUTIME_ID through).
 // A policy may let a thread read its own clock by number and no other's:
 // the probes name another thread's too (kOtherClock).
-constexpr uint64_t kPid = ~0ull - 1, kTid = ~0ull - 2, kClock = ~0ull - 3, kOtherClock = ~0ull - 4;
+// A policy may let a process signal itself and no other (Chromium's
+// RestrictKillTarget): the hand-over's kill names its owner (kOtherPid).
+constexpr uint64_t kPid = ~0ull - 1, kTid = ~0ull - 2, kClock = ~0ull - 3, kOtherClock = ~0ull - 4,
+                   kOtherPid = ~0ull - 5;
 
 #define P(nm, need, ...) {#nm, SYS_##nm, need, {__VA_ARGS__}}
 const Probe kProbes[] = {
@@ -159,6 +164,14 @@ const Probe kProbes[] = {
     P(mkdirat, kStop, kAtCwd),
     P(renameat, kStop, kAtCwd, 0, kAtCwd),
     P(unlinkat, kStop, kAtCwd),
+    // A fork child's hand-over (forks.h): the area made and mapped shared,
+    // its owner looked for, the blob written through a descriptor of its own.
+    P(mmap, kHandOver, 0, 64 << 10, kRw, MAP_SHARED),
+    P(kill, kHandOver, kOtherPid, 0),
+    P(openat, kHandOver, kAtCwd, 0, O_WRONLY | O_CLOEXEC | O_NOFOLLOW),
+    P(pwrite64, kHandOver, 0, 0, 0, 0),
+    P(ftruncate, kHandOver, 0, 0),
+    P(fallocate, kHandOver, 0, 0),
     P(faccessat, kStop, kAtCwd),
 #ifdef SYS_open  // the calls glibc and libraries still make by their old numbers
     P(open, kStop, 0, O_RDONLY | O_CLOEXEC),
@@ -176,7 +189,7 @@ const Probe kProbes[] = {
 #undef P
 
 std::atomic<bool> g_stop_forbidden{false}, g_run_forbidden{false}, g_timers_forbidden{false},
-    g_signals_forbidden{false};
+    g_signals_forbidden{false}, g_hand_over_forbidden{false};
 
 // The first probe of a need the filter kills, or null.
 const Probe* first_killed(const struct sock_fprog& f, uint8_t need) {
@@ -189,7 +202,7 @@ const Probe* first_killed(const struct sock_fprog& f, uint8_t need) {
     d.nr = int(p.nr);
     d.arch = kArch;
     for (int i = 0; i < 4; ++i)
-      d.args[i] = p.a[i] == kPid ? pid : p.a[i] == kTid ? tid : p.a[i] == kClock ? clock
+      d.args[i] = p.a[i] == kPid ? pid : p.a[i] == kOtherPid ? pid + 1 : p.a[i] == kTid ? tid : p.a[i] == kClock ? clock
                                                                : p.a[i] == kOtherClock ? other : p.a[i];
     const seccomp_bpf::Outcome o = seccomp_bpf::outcome(seccomp_bpf::run(f.filter, f.len, d));
     if (o == seccomp_bpf::Outcome::kKills || ((p.need & kMust) && o != seccomp_bpf::Outcome::kRuns)) return &p;
@@ -203,6 +216,7 @@ void act_on(const struct sock_fprog& f) {
   const Probe* run = g_run_forbidden.load() ? nullptr : first_killed(f, kRun);
   const Probe* stop = g_stop_forbidden.load() ? nullptr : first_killed(f, kStop);
   if (!g_timers_forbidden.load() && first_killed(f, kTimer)) g_timers_forbidden.store(true);
+  if (!g_hand_over_forbidden.load() && first_killed(f, kHandOver)) g_hand_over_forbidden.store(true);
   if (!sigs && !run && !stop) return;
   image::mark_sandboxed();
   char why[160];
@@ -266,6 +280,7 @@ void strict_mode() {
   // Only read, write, exit and sigreturn are left: nothing of the shim's.
   if (lifecycle::in_vfork_child()) return;
   g_timers_forbidden.store(true);
+  g_hand_over_forbidden.store(true);
   image::mark_sandboxed();
   const bool run = !g_run_forbidden.exchange(true), stop = !g_stop_forbidden.exchange(true);
   if (run) lifecycle::sandboxed("the program entered seccomp's strict mode", false);
@@ -320,5 +335,6 @@ void before_prctl_seccomp(unsigned long mode, const void* prog) {
 bool stop_forbidden() { return g_stop_forbidden.load(std::memory_order_relaxed); }
 bool running_forbidden() { return g_run_forbidden.load(std::memory_order_relaxed); }
 bool timers_forbidden() { return g_timers_forbidden.load(std::memory_order_relaxed); }
+bool hand_over_forbidden() { return g_hand_over_forbidden.load(std::memory_order_relaxed); }
 
 }  // namespace sandbox

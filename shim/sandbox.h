@@ -39,6 +39,10 @@ bool running_forbidden();
 // Whether it forbids the shim's one-shot timers: they are then taken as
 // failed to start, which the shim copes with (a stop without its watchdog).
 bool timers_forbidden();
+// Whether it forbids a fork child's hand-over (forks.h: kill of its owner,
+// the shared mapping, the blob's write): then children write their own
+// files, and nothing else of the stop is given up.
+bool hand_over_forbidden();
 
 // A filter the shim did not see go in (installed with the program's own
 // system call instruction: Chromium's sandbox) may trap a call of the

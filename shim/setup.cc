@@ -18,6 +18,7 @@
 #include "errline.h"
 #include "glibc_compat.h"
 #include "go_runtime.h"
+#include "forks.h"
 #include "gzip.h"
 #include "heap.h"
 #include "image.h"
@@ -92,6 +93,7 @@ void setup(void*) {
   session_env::pass_on_absolute(cfg().dir);
   summary_log::setup(cfg().dir, cfg().log);
   image::setup(&cfg(), pid_t(syscall(SYS_getpid)));
+  forks::setup(&cfg());
   // A misspelt variable would be ignored in silence: named once, by the root.
   std::string unknown = config::unknown_vars(environ);
   if (!unknown.empty() && image::root())

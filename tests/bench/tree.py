@@ -81,7 +81,12 @@ def check_files(bench, text, out, name, seen, read_some=2):
     # An earlier run's file is this run's if a line names it (the root's
     # NAME.*, written again by each run).
     named_set = set(named)
-    have = sorted(p for p in (os.path.join(out, n) for n in os.listdir(out) if n != SYMBOL_CACHE)
+    # A server's hand-over file (.STEM.PID.spool, CONFIG.md "Forked
+    # children") is there until its image has written its files: pg_ctl
+    # stop returns once the postmaster removed its pid file, before its
+    # stop is over.
+    have = sorted(p for p in (os.path.join(out, n) for n in os.listdir(out)
+                              if n != SYMBOL_CACHE and not (n.startswith(".") and n.endswith(".spool")))
                   if p not in seen or p in named_set)
     # More files than lines is an image whose stderr was not ours (make's
     # $(shell gcc ... 2>/dev/null)). A line may name NAME.* that a later

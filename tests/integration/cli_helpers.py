@@ -48,12 +48,14 @@ def shim_table():
 
 def tree(ctx, name="tree"):
     """A real fork/exec tree under `profshim run`: sh runs fork_exec fork
-    (a parent and its forked child) and fork_exec exec (an image before
-    and after exec). Returns (result, dir, {pid: [stem, ...]} from the
+    (a parent and its forked child, which writes its own files:
+    PROFILE_FORKS=own) and fork_exec exec (an image before and after exec).
+    Returns (result, dir, {pid: [stem, ...]} from the
     summary lines of the images, which `run` appends to DIR/profshim.log)."""
     d = ctx.mkdtemp("prof")
     fe = ctx.workload("fork_exec")
-    r = profshim(ctx, ["run", "-d", d, "-n", name, "--", "/bin/sh", "-c", "%s fork && %s exec" % (fe, fe)])
+    r = profshim(ctx, ["run", "-d", d, "-n", name, "--", "/bin/sh", "-c", "%s fork && %s exec" % (fe, fe)],
+                 PROFILE_FORKS="own")
     check(r.rc == 0, "the tree failed:\n%s" % r.describe())
     stems = {}
     log = os.path.join(d, "profshim.log")

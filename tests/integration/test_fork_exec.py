@@ -1,6 +1,7 @@
-"""Process images: a forked child and the image before an execve each write
-their own files (named with program name and pid), the root process's final
-image writes NAME.*, and no image overwrites another's."""
+"""Process images: a forked child (PROFILE_FORKS=own; test_forks_merge.py
+has the default, merge) and the image before an execve each write their own
+files (named with program name and pid), the root process's final image
+writes NAME.*, and no image overwrites another's."""
 
 import os
 import re
@@ -33,7 +34,7 @@ def _image_files(ctx, d, pid, r, what):
 
 
 def test_fork_child_profiles_itself(ctx):
-    r, d = ctx.profile([PROG, "fork"])
+    r, d = ctx.profile([PROG, "fork"], PROFILE_FORKS="own")
     child = _pid(r, "child")
     ccpu, cheap = _image_files(ctx, d, child, r, "the forked child")
     pcpu = ctx.read(os.path.join(d, "run.cpu.pprof"), r)

@@ -245,11 +245,13 @@ def test_exec_chain_each_image_its_own_files(ctx):
 # fork, vfork, posix_spawn
 
 
-def _fork(ctx, mode, images, child_status):
+def _fork(ctx, mode, images, child_status, forks="own"):
+    """forks: PROFILE_FORKS; under merge a forked child's work is in the
+    parent's files (its own pid label), which the caller checks."""
     plain = run(ctx, ["st_fork", mode], env=ctx.env(preload=False))
     check(plain.status.is_exit(0), "baseline st_fork %s: %s\n%s" % (mode, plain.status, plain.describe()))
     d = ctx.mkdtemp("prof")
-    r = run(ctx, ["st_fork", mode], env=prof_env(ctx, d))
+    r = run(ctx, ["st_fork", mode], env=prof_env(ctx, d, PROFILE_FORKS=forks))
     check(r.status.is_exit(0), "st_fork %s: %s\n%s" % (mode, r.status, r.describe()))
     m = re.search(r"^child pid=(\d+) status=(\S+)$", r.stdout_text, re.M)
     check(m, "no child status line\n%s" % r.describe())
@@ -261,6 +263,8 @@ def _fork(ctx, mode, images, child_status):
     pcpu, pheap = _read_pair(ctx, d, "run", r)
     _has(pcpu, "parent_burn", "the parent")
     _holds(pheap, "parent_hold", 14 * MiB, "the parent")
+    if forks == "merge":
+        return r, d, int(m.group(1))
     for f in ("child_burn", "grandchild_burn", "spawned_burn"):
         _lacks(pcpu, f, "the parent")
     for f in ("child_hold", "grandchild_hold", "spawned_hold"):
@@ -276,6 +280,7 @@ def _child_files(ctx, d, r, pid, prog="st_fork"):
 
 
 def _forked(ctx, mode, status):
+    """PROFILE_FORKS=own; merged, the same stop paths: test_forks_merge.py."""
     r, d, pid = _fork(ctx, mode, 2, status)
     ccpu, cheap = _child_files(ctx, d, r, pid)
     what = "the forked child (%s)" % mode
@@ -303,10 +308,14 @@ def test_fork_child_sigterm(ctx):
 
 
 def test_fork_child_forks_again(ctx):
-    """CONTRACT.md, files: a child that forks again: three images, three pairs of
-    files, each summary line naming its own; each CPU profile holds its own
-    image's work only."""
+    """CONTRACT.md, files: a child that forks again, PROFILE_FORKS=own: three
+    images, three pairs of files, each summary line naming its own; each CPU
+    profile holds its own image's work only (merged: test_forks_merge.py)."""
     r, d, pid = _fork(ctx, "forkfork", 3, "exit:3")
+    _forkfork_own(ctx, r, d, pid)
+
+
+def _forkfork_own(ctx, r, d, pid):
     m = re.search(r"^grandchild pid=(\d+) status=(\S+)$", r.stdout_text, re.M)
     check(m and m.group(2) == "exit:4", "the child should see its child exit 4\n%s" % r.describe())
     gpid = int(m.group(1))

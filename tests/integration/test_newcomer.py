@@ -89,15 +89,17 @@ def _identity(ctx, path):
 
 def test_images_record_who_they_are(ctx):
     """sh -c 'fork_exec fork "two words" ...': the shell (root), fork_exec
-    (exec'd by the shell) and its forked child. Each profile's comments give
-    its pid, its parent's pid, the executable, the command line and a start
+    (exec'd by the shell) and its forked child (PROFILE_FORKS=own). Each
+    profile's comments give its pid, its parent's pid, the executable, the
+    command line and a start
     time within the run; every sample carries labels pid and program; each
     summary line ends with the pid, the parent and the command line. So a
     tree's files say which image is which."""
     d = ctx.mkdtemp("prof")
     fe = ctx.workload("fork_exec")
     t0 = time.time()
-    r = run(ctx, ["/bin/sh", "-c", "%s fork 'two words' it\\'s; true" % fe], env=ctx.env(PROFILE_DIR=d))
+    r = run(ctx, ["/bin/sh", "-c", "%s fork 'two words' it\\'s; true" % fe],
+            env=ctx.env(PROFILE_DIR=d, PROFILE_FORKS="own"))
     t1 = time.time()
     check(r.status.is_exit(0), "%s\n%s" % (r.status, r.describe()))
     cpu = sorted(f for f in files_in(d) if f.endswith(".cpu.pprof"))

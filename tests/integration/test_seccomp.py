@@ -20,7 +20,7 @@ import tempfile
 from common import Skip, check, image_files
 from st_helpers import pprofs, prof_env, run
 
-SYS = {"timer_create": 222, "openat": 257, "rename": 82, "ptrace": 101, "rt_sigreturn": 15, "prctl": 157}
+SYS = {"timer_create": 222, "openat": 257, "rename": 82, "ptrace": 101, "rt_sigreturn": 15, "prctl": 157, "kill": 62}
 ALL = image_files("run")
 
 
@@ -63,6 +63,14 @@ def test_a_filter_that_kills_the_stops_calls_means_no_files_and_a_line(ctx):
             check(pprofs(d) == [], "%s %s: PROFILE_DIR holds %s\n%s" % (name, end, pprofs(d), r.describe()))
             check(re.search(r"seccomp filter forbids %s, which the stop needs: this process writes no profile"
                             % name, r.err.decode()), "%s %s: no line says why\n%s" % (name, end, r.describe()))
+
+
+def test_a_filter_that_kills_kill_leaves_the_stop_alone(ctx):
+    """kill is the fork hand-over's alone (its owner looked for): forbidden,
+    forked children write their own files; the stop still writes this
+    image's (it wrote none when kill was one of the stop's calls)."""
+    r, d = _pair(ctx, "kill")
+    check(pprofs(d) == ALL, "PROFILE_DIR holds %s\n%s" % (pprofs(d), r.describe()))
 
 
 def test_a_trap_is_a_kill_and_an_errno_is_a_failure(ctx):

@@ -168,10 +168,12 @@ def test_sigterm_while_the_exit_stop_runs_does_not_wait_for_the_timeout(ctx):
     A SIGTERM between the stop's claim and its start waited the same way
     (6 of 180 runs beside a CPU hog, all at delay 0): fifteen runs at once,
     then three delays; the parent must not wait near the timeout (a bound of
-    4 s, far above the tens of milliseconds the stop takes)."""
+    4 s, far above the tens of milliseconds the stop takes). The child
+    writes its own files (PROFILE_FORKS=own): a stop long enough to be hit."""
     for delay in ["0"] * 15 + ["1000", "5000", "20000"]:
         d = ctx.mkdtemp("prof")
-        r = run(ctx, ["term_at_exit", delay], env=prof_env(ctx, d, PROFILE_STOP_TIMEOUT=5), timeout=60)
+        r = run(ctx, ["term_at_exit", delay], env=prof_env(ctx, d, PROFILE_STOP_TIMEOUT=5, PROFILE_FORKS="own"),
+                timeout=60)
         check(r.status.is_exit(0) and r.stdout_text.startswith("waited "), "delay %s: %s\n%s" % (
             delay, r.status, r.describe()))
         waited = float(r.stdout_text.split()[1])

@@ -80,7 +80,8 @@ def _expected(modes, mode, seed):
 
 def _one(ctx, exe, i, mode, delay, seed, shim, rng_kill):
     d = ctx.mkdtemp("prof") if shim else None
-    env = prof_env(ctx, d) if shim else ctx.env(preload=False)
+    # The images counted are own's: a forked child writes its own files.
+    env = prof_env(ctx, d, PROFILE_FORKS="own") if shim else ctx.env(preload=False)
     argv = [exe, mode, str(delay), str(seed)]
 
     def preexec():
