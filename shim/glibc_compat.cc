@@ -148,6 +148,9 @@ using SetSigmask = int (*)(pthread_attr_t*, const sigset_t*);
 using FindObject = int (*)(void*, void*);
 SetSigmask g_setsigmask;  // 2.32
 FindObject g_find_object;  // 2.35
+// init() ran. Before it (jemalloc's boot walks a stack in the first malloc)
+// no handler of the shim's can run, and each lookup makes the table first.
+int g_inited;
 
 }  // namespace
 
@@ -155,6 +158,7 @@ void init() {
   g_setsigmask = reinterpret_cast<SetSigmask>(dlsym(RTLD_DEFAULT, "pthread_attr_setsigmask_np"));
   g_find_object = reinterpret_cast<FindObject>(dlsym(RTLD_DEFAULT, "_dl_find_object"));
   refresh_objects();
+  __atomic_store_n(&g_inited, 1, __ATOMIC_RELEASE);
 }
 
 int create_masked(CreateFn create, pthread_t* t, pthread_attr_t* attr, const sigset_t* mask,
@@ -243,6 +247,7 @@ void refresh_if_stale() {
 
 int dl_find_object(void* pc, FoundObject* result) {
   if (FindObject f = g_find_object) return f(pc, result);
+  if (!__atomic_load_n(&g_inited, __ATOMIC_ACQUIRE)) refresh_objects();
   const uintptr_t at = uintptr_t(pc);
   const unsigned seq = __atomic_load_n(&g_seq, __ATOMIC_ACQUIRE);
   if (seq & 1) return -1;
