@@ -139,11 +139,12 @@ def _pid_in(ctx, path):
     return _identity(ctx, path)[1]
 
 
-def _run_daemon(ctx, d, mode):
+def _run_daemon(ctx, d, mode, **env):
     """Starts `daemonize MODE` profiled into d as svc and waits (60 s at
     most) for its daemon to end; the parent's Popen and the daemon's pid."""
     pidfile = os.path.join(d, "daemon.pid")
-    p = subprocess.Popen([ctx.workload("daemonize"), mode, pidfile], env=ctx.env(PROFILE_DIR=d, PROFILE_NAME="svc"),
+    p = subprocess.Popen([ctx.workload("daemonize"), mode, pidfile],
+                         env=ctx.env(PROFILE_DIR=d, PROFILE_NAME="svc", **env),
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, err = p.communicate(timeout=60)
     check(p.returncode == 0, "%s: the parent exited %d\n%s" % (mode, p.returncode, err.decode()))
@@ -192,9 +193,10 @@ def test_a_daemons_workers_leave_the_name_to_it(ctx):
     backends, six ending at once, each calling setsid): the workers are
     detached from the root's session, but their parent, the daemon, is
     alive, so none of them takes NAME: svc.* is the daemon's, and every
-    image keeps its files (none lost to another's rename)."""
+    image keeps its files (none lost to another's rename). (Each worker
+    writes its own files: PROFILE_FORKS=own.)"""
     d = ctx.mkdtemp("prof")
-    _, daemon = _run_daemon(ctx, d, "server")
+    _, daemon = _run_daemon(ctx, d, "server", PROFILE_FORKS="own")
     got = files_in(d)
     check(_pid_in(ctx, os.path.join(d, "svc.cpu.pprof")) == daemon, "svc.cpu.pprof is not the daemon's (pid %d): %s" % (
         daemon, got))
@@ -202,6 +204,22 @@ def test_a_daemons_workers_leave_the_name_to_it(ctx):
     images = 2 + 6
     check(len([f for f in got if f.endswith(".pprof")]) == len(kinds) * images,
           "%d images should leave %d files (%s each): %s" % (images, len(kinds) * images, kinds, got))
+
+
+def test_a_daemons_workers_merge_into_the_daemon(ctx):
+    """The same daemon with forks merged (the default): the area the root
+    made closed when the root ended, so the daemon makes its own at its
+    first fork and its six workers hand their samples to it: two images'
+    files (the root's, the daemon's svc.*), none of a worker's."""
+    d = ctx.mkdtemp("prof")
+    _, daemon = _run_daemon(ctx, d, "server")
+    got = files_in(d)
+    check(_pid_in(ctx, os.path.join(d, "svc.cpu.pprof")) == daemon, "svc.cpu.pprof is not the daemon's (pid %d): %s" % (
+        daemon, got))
+    kinds = [f[len("svc."):-len(".pprof")] for f in got if f.startswith("svc.") and f.count(".") == 2 and f.endswith(".pprof")]
+    check(len([f for f in got if f.endswith(".pprof")]) == len(kinds) * 2,
+          "the root and the daemon should leave %d files (%s each), the workers none: %s" % (
+              len(kinds) * 2, kinds, got))
 
 
 def test_a_later_different_program_keeps_the_roots_files(ctx):
