@@ -4,6 +4,8 @@
 #include <stdint.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <atomic>
 
@@ -80,20 +82,40 @@ struct Call {
   void* arg;
   void* alt;
   stackwalk::Bounds stack;
+  uint64_t mask;  // the thread's mask before the switch
 };
+
+// Every signal blocked (the kernel keeps SIGKILL and SIGSTOP out): the
+// mask before, in the kernel's form. Raw, as the rest of this path.
+uint64_t block_all() {
+  uint64_t all = ~uint64_t(0), old = 0;
+  syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, sizeof(uint64_t));
+  return old;
+}
+void set_mask(uint64_t m) { syscall(SYS_rt_sigprocmask, SIG_SETMASK, &m, nullptr, sizeof(uint64_t)); }
 
 // On the fresh stack: a fault here (in the stop) is delivered on an
 // alternate stack of its own inside the mapping, not at the top of the
 // thread's, where the frames of the handler that brought us here still
 // are. Allowed now: this thread no longer runs on that stack.
+//
+// Signals are blocked from before the switch until the alternate stack is
+// this mapping's, and again from before the old one is put back until the
+// switch back: in either window the kernel, seeing the thread off its
+// alternate stack, would deliver a signal (the sampler's timer) at that
+// stack's top, over the frames of the handler that brought us here, the
+// Call among them (a crash's stop read a torn argument and died without a
+// line, 2 runs in 100).
 void on_fresh(void* p) {
   auto* c = static_cast<Call*>(p);
   stack_t mine = {c->alt, 0, kNestedAlt}, before;
   bool swapped = signals::raw_sigaltstack(&mine, &before) == 0;
+  if (swapped) set_mask(c->mask);
   stackwalk::Bounds was = stackwalk::use_stack(c->stack);
   c->fn(c->arg);
   stackwalk::use_stack(was);
   if (swapped) {
+    block_all();
     before.ss_flags &= SS_DISABLE;  // SS_ONSTACK is a report, not a setting
     signals::raw_sigaltstack(&before, nullptr);
   }
@@ -133,8 +155,10 @@ bool run_on_fresh(size_t size, void (*fn)(void*), void* arg) {
   // argument area (glibc's syscall() loads a sixth argument from 8(%rsp),
   // and fn may tail-call it).
   uintptr_t top = (reinterpret_cast<uintptr_t>(b) + total - 256) & ~uintptr_t(15);
-  Call c = {fn, arg, b + guard, {reinterpret_cast<uintptr_t>(b) + 2 * guard + kNestedAlt, top}};
+  Call c = {fn, arg, b + guard, {reinterpret_cast<uintptr_t>(b) + 2 * guard + kNestedAlt, top}, 0};
+  c.mask = block_all();
   profshim_call_on_stack(reinterpret_cast<void*>(top), on_fresh, &c);
+  set_mask(c.mask);
   if (reserved)
     g_reserved.store(reserved);
   else
