@@ -30,7 +30,7 @@ TESTS = os.path.dirname(HERE)
 sys.path.insert(0, TESTS)
 sys.path.insert(0, os.path.join(TESTS, "integration"))
 import run as harness  # noqa: E402  (tests/run.py: the tally, the unit runner)
-from common import Ctx, Skip, TestFailure, check, find_go, indent, run_program  # noqa: E402
+from common import Ctx, Skip, TestFailure, check, find_go, indent  # noqa: E402
 
 # Hang guards only: qemu runs these programs several times slower than the
 # machine would, on a machine that may be busy.
@@ -43,17 +43,8 @@ class EmuCtx(Ctx):
 
     def __init__(self, build, tmp, go, emu):
         super().__init__(build, tmp, go)
-        self.emu = emu
-
-    def run(self, argv, env=None, cwd=None, timeout=RUN_TIMEOUT, preload=True, ignore_signals=(), **vars):
-        argv = [argv] if isinstance(argv, str) else list(argv)
-        if os.sep not in argv[0]:
-            argv[0] = self.workload(argv[0])
-        if env is None:
-            env = self.env(preload=preload, **vars)
-        if cwd is None:
-            cwd = self.mkdtemp("cwd")
-        return run_program(self.emu + argv, env, cwd, timeout=timeout, ignore_signals=ignore_signals)
+        self.launcher = tuple(emu)
+        self.run_timeout = RUN_TIMEOUT
 
 
 def program_lines(r):
@@ -152,9 +143,10 @@ def test_sigterm(ctx):
 
 
 def test_fork(ctx):
-    """A fork: the parent's and the child's profiles, each with its work."""
+    """A fork: the parent's and the child's profiles, each with its work
+    (PROFILE_FORKS=own: the child's own files)."""
     argv = ["fork_exec", "fork"]
-    r, d = ctx.profile(argv)
+    r, d = ctx.profile(argv, PROFILE_FORKS="own")
     same_as_plain(ctx, argv, r)
     child = [n for n in os.listdir(d) if n.startswith("run.fork_exec.") and n.endswith(".cpu.pprof")]
     check(len(child) == 1, "want one child CPU profile, got %s\n%s" % (sorted(os.listdir(d)), r.describe()))

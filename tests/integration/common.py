@@ -486,6 +486,11 @@ class PprofReader:
 
 
 class Ctx:
+    # What each program is started through, and its hang guard
+    # (tests/arm64: the emulator, several times slower).
+    launcher = ()
+    run_timeout = RUN_TIMEOUT
+
     def __init__(self, build, tmp, go):
         self.build = os.path.abspath(build)
         self.tmp = tmp
@@ -516,7 +521,7 @@ class Ctx:
                 env[k] = str(v)
         return env
 
-    def run(self, argv, env=None, cwd=None, timeout=RUN_TIMEOUT, preload=True, ignore_signals=(), **vars):
+    def run(self, argv, env=None, cwd=None, timeout=None, preload=True, ignore_signals=(), **vars):
         """Runs argv (argv[0] may be a workload name) under the shim with the
         given PROFILE_* variables; cwd defaults to a fresh empty dir."""
         if isinstance(argv, str):
@@ -528,7 +533,8 @@ class Ctx:
             env = self.env(preload=preload, **vars)
         if cwd is None:
             cwd = self.mkdtemp("cwd")
-        return run_program(argv, env, cwd, timeout=timeout, ignore_signals=ignore_signals)
+        return run_program(list(self.launcher) + argv, env, cwd, timeout=timeout or self.run_timeout,
+                           ignore_signals=ignore_signals)
 
     def run_plain(self, argv, cwd=None, timeout=RUN_TIMEOUT, ignore_signals=()):
         """The same program with no LD_PRELOAD and no PROFILE_*: the baseline."""
