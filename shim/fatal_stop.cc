@@ -75,6 +75,7 @@ struct Thread {
   bool forced_mask;
   int retry_in_wait;  // that retry, raised in a sigwait's wrapper, which holds nothing
   bool ending;        // past its start routine: in glibc's teardown
+  int in_handler;     // inside stop_on_fatal: a retry now would interrupt its deferral
 };
 __thread Thread t;
 
@@ -182,7 +183,38 @@ void fatal_thread_ending() {
 
 bool retry_forced(int sig) { return t.forced_sig == sig; }
 
+namespace {
+bool stop_on_fatal_here(int sig, siginfo_t* si, void* uc);
+
+// A deferral's retry may fire before the handler that deferred returns
+// (its timer is 100 us, a loaded machine is slower): it would meet that
+// handler's own mask, which blocks the signal, take it for the program's
+// and unblock it there, so the signal came again over the frames of the
+// allocator that the deferral was for, nested deeper each time until the
+// walk no longer reached them and the stop waited on a lock its own thread
+// held (the process hung to the stop's bound). Counted here, the retry
+// waits for the handler's return; the shim's signal is blocked from the
+// deferral to the return, which restores the interrupted mask.
+struct InHandler {
+  InHandler() { ++t.in_handler; }
+  ~InHandler() { --t.in_handler; }
+};
+}  // namespace
+
 bool stop_on_fatal(int sig, siginfo_t* si, void* uc) {
+  InHandler here;
+  bool deferred = stop_on_fatal_here(sig, si, uc);
+  if (deferred && sigmask::ours()) {
+    sigset_t own;
+    sigemptyset(&own);
+    sigaddset(&own, sigmask::ours());
+    sigmask::unfiltered(SIG_BLOCK, &own, nullptr);
+  }
+  return deferred;
+}
+
+namespace {
+bool stop_on_fatal_here(int sig, siginfo_t* si, void* uc) {
   sandbox::OwnCalls own;
   const bool forced_mask = t.forced_sig == sig && t.forced_mask, in_wait = t.retry_in_wait == sig;
   if (t.forced_sig == sig) t.forced_sig = 0;  // another fatal signal's handler may come first
@@ -226,7 +258,6 @@ bool stop_on_fatal(int sig, siginfo_t* si, void* uc) {
   return c.deferred;
 }
 
-namespace {
 // Past its start routine, in glibc's teardown: the signal goes to the
 // process again, with this thread blocking it, for another thread that does
 // not (fatal_state::Verdict::kElsewhere).
@@ -344,6 +375,12 @@ void on_retry_fatal(const siginfo_t* si, void* uc) {
   // program now is, where the fatal handler meets it; in a sigwait that
   // took our signal, at once.
   if (si) syscall(SYS_timer_delete, si->si_timerid);
+  // Inside the handler that deferred it (see InHandler): again once that
+  // handler has returned to the code it interrupted.
+  if (uc && t.in_handler && t.deferred_sig) {
+    t.retry_timer = own_signal::arm_self(own_signal::kRetryFatal, kRetryNs);
+    if (t.retry_timer >= 0) return;
+  }
   // This thread's own (two threads may each have deferred one).
   int sig = t.deferred_sig ? t.deferred_sig : g.deferred_sig.load();
   t.deferred_sig = 0;
