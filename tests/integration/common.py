@@ -157,20 +157,77 @@ def _no_core():
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
-def communicate_bounded(p, timeout, stdin=None):
-    """p.communicate() for at most timeout seconds; past that, the process's
-    whole group (started with start_new_session) is killed. Returns
-    (out, err, timed_out)."""
-    try:
-        out, err = p.communicate(stdin, timeout=timeout)
-        return out, err, False
-    except subprocess.TimeoutExpired:
+def group_cpu_s(pgid):
+    """The CPU time, in seconds, of the live processes of a process group
+    (from /proc: what the kernel has charged them so far)."""
+    ticks = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
         try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        out, err = p.communicate()
-        return out, err, True
+            with open("/proc/%s/stat" % pid, "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid:  # pgrp, the 5th field
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+class HangGuard:
+    """A hang guard that tells a hang from a loaded machine: at the bound,
+    a process group that used CPU in the last stretch (0.2 s or more) is
+    progressing, slowly, and gets another quarter of the bound, up to five
+    times it in all; one that waits (a deadlock) fails at the bound. On
+    machines at load 20 a program that needs 16 s of CPU takes over a
+    minute, which is not a hang."""
+    GRACE_FACTOR = 5
+
+    def __init__(self, pgid, timeout):
+        self.pgid, self.timeout = pgid, timeout
+        self.t0 = time.monotonic()
+        self.deadline = self.t0 + timeout
+        self.cpu = None
+
+    def expired(self):
+        now = time.monotonic()
+        if now < self.deadline:
+            return False
+        cpu = group_cpu_s(self.pgid)
+        progressing = self.cpu is not None and cpu - self.cpu >= 0.2 or self.cpu is None and cpu >= 0.2
+        self.cpu = cpu
+        if progressing and now < self.t0 + self.timeout * self.GRACE_FACTOR:
+            self.deadline = now + max(self.timeout / 4.0, 5.0)
+            return False
+        return True
+
+    def left(self):
+        return max(0.05, self.deadline - time.monotonic())
+
+    def waited(self):
+        return time.monotonic() - self.t0
+
+
+def communicate_bounded(p, timeout, stdin=None):
+    """p.communicate() until HangGuard says the process hangs; then the
+    process's whole group (started with start_new_session) is killed.
+    Returns (out, err, timed_out)."""
+    guard = HangGuard(p.pid, timeout)
+    first = True
+    while True:
+        try:
+            out, err = p.communicate(stdin if first else None, timeout=guard.left())
+            return out, err, False
+        except subprocess.TimeoutExpired:
+            first = False
+            if not guard.expired():
+                continue
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            out, err = p.communicate()
+            return out, err, True
 
 
 def run_program(argv, env, cwd, timeout=RUN_TIMEOUT, stdin=b"", ignore_signals=()):
@@ -187,7 +244,7 @@ def run_program(argv, env, cwd, timeout=RUN_TIMEOUT, stdin=b"", ignore_signals=(
                          stderr=subprocess.PIPE, start_new_session=True, preexec_fn=preexec)
     out, err, hung = communicate_bounded(p, timeout, stdin)
     if hung:
-        fail("program did not finish within %d s (hang?): %s\nenv: %s\nstdout:\n%s\nstderr:\n%s" % (
+        fail("program did not finish within %d s (the hang guard, longer while its CPU advances; hang?): %s\nenv: %s\nstdout:\n%s\nstderr:\n%s" % (
             timeout, " ".join(argv), describe_env(env), indent(clip(out) or "(empty)"),
             indent(clip(err) or "(empty)")))
     wall = time.monotonic() - t0

@@ -19,7 +19,7 @@ import subprocess
 import tempfile
 import time
 
-from common import (ERROR_PREFIX, SUMMARY_PREFIX, PPROF_PATH_RE, check, clip, describe_env, fail,
+from common import (HangGuard, ERROR_PREFIX, SUMMARY_PREFIX, PPROF_PATH_RE, check, clip, describe_env, fail,
                     image_files, indent)
 
 RUN_TIMEOUT = 60
@@ -142,13 +142,14 @@ class Run:
     def wait(self, timeout=RUN_TIMEOUT):
         """Reaps the program; a program still running after timeout is a
         hang: its process group is killed and the test fails."""
-        deadline = time.monotonic() + timeout
+        guard = HangGuard(self.pid, timeout)
         delay = 0.001
         while not self.poll():
-            if time.monotonic() > deadline:
+            if guard.expired():
                 self.kill_group()
                 self._reap(0)
-                fail("program did not finish within %d s (hang?)\n%s" % (timeout, self.describe()))
+                fail("program did not finish within %d s (the hang guard, longer while its CPU advances; hang?)\n%s" % (
+                    guard.waited(), self.describe()))
             time.sleep(delay)
             delay = min(delay * 2, 0.02)
         return self
