@@ -2,9 +2,11 @@
 // prctl(PR_SET_SECCOMP) and syscall(SYS_seccomp) (glibc has no seccomp()
 // wrapper; libseccomp uses syscall(), or prctl where the call is missing):
 // sandbox.h evaluates the filter first, while every call is still allowed.
-// And the calls a program makes through syscall() that the shim otherwise
-// sees through libc's wrappers: rt_sigaction, and the descriptor calls that
-// can close what the shim keeps (close, dup2, dup3, close_range).
+// landlock_restrict_self, which programs make through syscall() too
+// (landlock.h). And the calls a program makes through syscall() that the
+// shim otherwise sees through libc's wrappers: rt_sigaction, and the
+// descriptor calls that can close what the shim keeps (close, dup2, dup3,
+// close_range).
 //
 // Both are passed on as raw system calls, as glibc's own wrappers are: the
 // shim calls them too, from signal handlers, where no lookup of the next
@@ -29,6 +31,7 @@
 
 #include "export.h"
 #include "glibc_compat.h"
+#include "landlock.h"
 #include "lifecycle.h"
 #include "sandbox.h"
 #include "signals.h"
@@ -72,6 +75,23 @@ extern "C" __attribute__((visibility("hidden"))) long profshim_syscall_seccomp(l
   sandbox::before_seccomp_call(unsigned(op), unsigned(flags), reinterpret_cast<const void*>(prog));
   errno = saved;
   return raw6(nr, op, flags, prog, d, e, f);
+}
+
+// Landlock's number is the same on x86-64 and aarch64; older headers
+// (Debian 11's) lack it.
+#define PROFSHIM_SYS_LANDLOCK_RESTRICT_SELF 446
+#ifdef SYS_landlock_restrict_self
+static_assert(SYS_landlock_restrict_self == PROFSHIM_SYS_LANDLOCK_RESTRICT_SELF, "landlock_restrict_self's number");
+#endif
+
+// syscall(SYS_landlock_restrict_self, ...) comes here: passed on first,
+// since only once it is in force can the shim learn what it denies
+// (landlock.h).
+extern "C" __attribute__((visibility("hidden"))) long profshim_syscall_landlock(long nr, long a, long b, long c,
+                                                                              long d, long e, long f) {
+  const long r = raw6(nr, a, b, c, d, e, f);
+  if (r == 0) landlock::after_restrict_self();
+  return r;
 }
 
 namespace {
@@ -187,6 +207,8 @@ syscall:
   je profshim_syscall_fd
   cmpq $)" "436" R"(, %rdi
   je profshim_syscall_fd
+  cmpq $)" "446" R"(, %rdi
+  je profshim_syscall_landlock
   movq %rdi, %rax
   movq %rsi, %rdi
   movq %rdx, %rsi
@@ -236,6 +258,8 @@ syscall:
   b.eq profshim_syscall_fd
   cmp x0, #)" PROFSHIM_STR(SYS_close_range) R"(
   b.eq profshim_syscall_fd
+  cmp x0, #)" PROFSHIM_STR(PROFSHIM_SYS_LANDLOCK_RESTRICT_SELF) R"(
+  b.eq profshim_syscall_landlock
   mov x8, x0
   mov x0, x1
   mov x1, x2

@@ -231,6 +231,7 @@ uint64_t start(const config::Config* cfg, const char* timeout_text) {
 bool active() { return g_state.load(std::memory_order_relaxed) == kRunning; }
 
 bool profiling() { return g_state.load(std::memory_order_relaxed) != kInert; }
+const std::string& profile_dir() { return core::cfg().dir; }
 
 void stop(const char* how) {
   if (g_state.load() == kInert || vfork_child()) return;

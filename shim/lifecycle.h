@@ -29,6 +29,8 @@ uint64_t start(const config::Config* cfg, const char* timeout_text);
 bool active();
 // True once set up, whatever the state (false: inert, every hook passes through).
 bool profiling();
+// The directory the stop writes in (absolute once set up).
+const std::string& profile_dir();
 // Asks for the image's profiles and waits for them, at most the stop
 // timeout. Idempotent and race-free: the first caller starts the stop, every
 // caller (a second thread in exit, say) waits for the same one. Does

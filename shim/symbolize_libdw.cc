@@ -40,7 +40,7 @@ bool load_libdw(std::string* err) {
   }
   void* h = real::dlopen()("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!h) {
-    if (err) *err = std::string("cannot load libdw.so.1 (Debian package libdw1): ") + dlerror();
+    if (err) *err = std::string("cannot load libdw.so.1 (Debian package libdw1; libdw1t64 from Debian 13 on): ") + dlerror();
     internal::g_dw_state.store(0);
     return false;
   }

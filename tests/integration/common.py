@@ -321,7 +321,9 @@ class Sample:
 
 
 _LOC_RE = re.compile(r"^\s*(\d+): (0x[0-9a-fA-F]+) (?:M=(\d+) )?(?:\[F\] )?(.*)$")
-_LINE_RE = re.compile(r"^(.*) (\S*):(-?\d+) s=(-?\d+)(?:\((.*)\))?$")
+# pprof from Go 1.23 on prints a column after the line (`file:line:column s=...`),
+# older ones `file:line s=...`: both read as file and line.
+_LINE_RE = re.compile(r"^(.*) (\S*?):(-?\d+)(?::-?\d+)? s=(-?\d+)(?:\((.*)\))?$")
 _SAMPLE_RE = re.compile(r"^\s*(-?\d+(?:\s+-?\d+)*):((?:\s+\d+)*)\s*$")
 _MAP_RE = re.compile(r"^\s*(\d+): (0x[0-9a-fA-F]+)/(0x[0-9a-fA-F]+)/(0x[0-9a-fA-F]+) (.*)$")
 
