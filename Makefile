@@ -119,16 +119,21 @@ $(BUILD)/.dep-files:
 JEMALLOC_API := malloc calloc realloc free posix_memalign aligned_alloc memalign valloc malloc_usable_size \
                 mallocx rallocx xallocx sallocx dallocx sdallocx nallocx mallctl mallctlnametomib mallctlbymib \
                 malloc_stats_print
+# On a Debian older than 12, install-deps puts bookworm's jemalloc 5.3 under
+# OWN_JEMALLOC; it is taken over the system's (chosen when the recipe runs:
+# install-deps may have put it there after this Makefile was read).
+OWN_JEMALLOC := /usr/local/lib/profshim/$(MULTIARCH)/libjemalloc_pic.a
 $(BUILD)/jemalloc_pic.a: $(LIBDIR)/libjemalloc_pic.a Makefile | $(BUILD)/.deps-ok
+	src=$<; [ "$(ARCH)" = arm64 ] || [ ! -f $(OWN_JEMALLOC) ] || src=$(OWN_JEMALLOC); \
 	$(OBJCOPY) --rename-section .text=profshim_alloc --rename-section .text.unlikely=profshim_alloc \
 	        --rename-section .text.startup=profshim_alloc \
 	        $(foreach f,$(JEMALLOC_API),--redefine-sym $(f)=profshim_je_$(f)) \
 	        --redefine-sym curpages=profshim_je_curpages --globalize-symbol=profshim_je_curpages \
-	        --redefine-sym open=profshim_je_open --redefine-sym creat=profshim_je_creat --remove-section=.init_array $< $@.tmp
+	        --redefine-sym open=profshim_je_open --redefine-sym creat=profshim_je_creat --remove-section=.init_array $$src $@.tmp
 	$(AR) d $@.tmp jemalloc_cpp.pic.o
 	rm -rf $@.prof && mkdir $@.prof
 	cd $@.prof && m=$$($(AR) t ../$(notdir $@).tmp | grep '^prof') && $(AR) x ../$(notdir $@).tmp $$m \
-	  || { echo "# profshim: error: $< has no prof*.o: a jemalloc built without profiling" >&2; exit 1; }
+	  || { echo "# profshim: error: the jemalloc archive has no prof*.o: a jemalloc built without profiling" >&2; exit 1; }
 	for o in $@.prof/*.o; do $(OBJCOPY) --rename-section profshim_alloc=profshim_heapprof $$o || exit 1; done
 	$(AR) r $@.tmp $@.prof/*.o
 	rm -rf $@.prof

@@ -85,6 +85,13 @@ def test_beam_jit_code_is_named_from_its_perf_map(ctx):
     here; the rest is the emulator's own C). Without the map they are
     unnamed beam.smp code."""
     erl, d = _spin_module(ctx)
+    # BEAM's JIT, and its perf map, came with OTP 24 (Debian 12); Debian 11 has 23.
+    p = subprocess.run([erl, "-noshell", "-eval", "io:format(\"~s\", [erlang:system_info(otp_release)]), halt()."],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=ctx.env(preload=False, HOME=d),
+                       timeout=120)
+    otp = p.stdout.decode(errors="replace").strip()
+    if otp.isdigit() and int(otp) < 24:
+        raise Skip("Erlang/OTP %s has no JIT (OTP 24 and later have it), so no perf map to read" % otp)
     pd = ctx.mkdtemp("prof")
     argv = [erl, "+JPperf", "true", "-noshell", "-pa", d, "-run", "spin", "main", "3000"]
     r = run(ctx, argv, env=prof_env(ctx, pd, PROFILE_CPU_HZ=1000, PROFILE_HEAP_SAMPLE=0, HOME=d))

@@ -42,6 +42,12 @@ def _rustc():
     p = subprocess.run([rustc, "--version"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
     if p.returncode != 0:
         raise Skip("%s does not run: %s" % (rustc, clip(p.stdout, 300)))
+    # -C symbol-mangling-version is stable from 1.59 on, edition 2021 from
+    # 1.56: Debian 11's rustc is 1.48.
+    m = re.match(rb"rustc (\d+)\.(\d+)", p.stdout)
+    if m and (int(m.group(1)), int(m.group(2))) < (1, 59):
+        raise Skip("%s is older than 1.59, which builds with either mangling: %s" % (
+            rustc, p.stdout.decode(errors="replace").strip()))
     return rustc
 
 
