@@ -125,10 +125,18 @@ bool start(uint32_t hz, std::string* err) {
   return true;
 }
 
+namespace {
+// The forking thread's start routine, read before the fork: the child's
+// copy of its slot is zeroed (renew_tables).
+__thread uint64_t t_fork_start_fn;
+}  // namespace
+
 void quiesce_for_fork() {
   // No new thread is armed while forks are under way (a timer the child
   // would not own); samples go on (on_timer).
   if (g_forks.fetch_add(1) == 0) g_was_enabled_at_fork.store(g.enabled.exchange(false));
+  Slot* me = g_table.mapped() ? static_cast<Slot*>(pthread_getspecific(g.key)) : nullptr;
+  t_fork_start_fn = me >= g.slots && me < g.slots + kMaxSlots ? me->start_fn : 0;
 }
 
 void resume_after_fork_in_parent() {
@@ -143,11 +151,9 @@ void reset_after_fork() {
   // Timers are not inherited by fork and the samples so far are the
   // parent's: the child starts from empty tables, with one thread, whose
   // start routine (or main) is still where its CPU goes without a sample.
-  Slot* was = static_cast<Slot*>(pthread_getspecific(g.key));
-  uint64_t start_fn = was >= g.slots && was < g.slots + kMaxSlots ? was->start_fn : 0;
-  unmap_tables();
+  const uint64_t start_fn = t_fork_start_fn;
   std::string err;
-  if (!map_tables(&err)) {
+  if (!renew_tables(&err)) {
     g.enabled.store(false);
     return;
   }
@@ -160,7 +166,11 @@ void reset_after_fork() {
     return;
   }
   g.enabled.store(true);
-  g.timer_quota = timer_quota();
+  // The user's queued signals are read again (/proc/self/status, a tenth
+  // of a millisecond) only when the child arms a second timer: its first
+  // takes one of the slots its parent's quota allowed, as the parent's
+  // thread that forked held one.
+  g.quota_stale.store(true);
   // The child's thread clock started at the fork: what it used before its
   // timer (the kernel's return from fork, the first copy-on-write faults,
   // the shim's reset of the child: 3-4 ms of a 9 ms child on a loaded

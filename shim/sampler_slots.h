@@ -59,6 +59,7 @@ struct State {
   // Threads past it go unsampled, counted in the summary.
   std::atomic<long> live_timers;
   long timer_quota;
+  std::atomic<bool> quota_stale;  // a fork child's: the parent's quota, asked again at its second timer
   std::atomic<bool> enabled;
   uint64_t period_ns;
   pthread_key_t key;
@@ -96,6 +97,8 @@ void record_comm(uint32_t serial, int32_t tid);
 // Every thread of the process without a slot gets one.
 void arm_existing_threads();
 bool map_tables(std::string* err);
+// In a fork child: empty tables and counts, as map_tables makes them.
+bool renew_tables(std::string* err);
 void unmap_tables();
 // How many timers this image may hold (RLIMIT_SIGPENDING).
 long timer_quota();
