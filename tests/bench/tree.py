@@ -375,16 +375,14 @@ CAUSES = {
     "stop": "the stop's own work (see `stop_ms` and `symbols_ms` of the slowest image in benchmarks.json)",
     "make": "each compiler image's stop (mostly cc1plus: its new addresses looked up with libdw in a 30 MB "
             "binary's symbol table) and the sampler's signals",
-    "pg": "CPU, not waiting: the 2 cores are busy with 4 clients and their backends, and a plain backend's "
-          "whole life is ~4.8 ms of CPU (perf record -a -g over 5 s of each, samples per connection, "
-          "2026-11-30). The inert shim alone is below the target (inert/plain above): jemalloc serving a "
-          "backend that lives ~2.6 ms, and its fork handlers in the postmaster. Profiled, each backend adds "
-          "~4 ms of CPU more: its stop (~2 ms: /proc/self/maps of ~300 mappings rendered by the kernel "
-          "0.4 ms, the modules' ELF headers and dynamic sections read through process_vm_readv 0.6 ms, the "
-          "symbol cache 0.1 ms, three profiles built, compressed and written), a larger address space to "
-          "copy at fork and tear down at exit (0.4 ms), jemalloc's fork handlers with its profiler on and "
-          "the shim's own after fork (0.3 ms), and sampling while it runs. A profile per image, three files "
-          "symbolized in the process (CONTRACT.md), costs more than the ~0.5 ms a backend could add at 0.9×"
+    "pg": "CPU, not waiting: the 2 cores are shared by the 4 clients, their backends and other jobs, and a "
+          "plain backend's whole life is ~50 ms of CPU on this VM (each copy-on-write fault and unmap flushes "
+          "the TLB through the hypervisor). Merged (the default), a backend writes no file; profiled it adds "
+          "~4 ms of CPU (perf record of the postmaster and its backends, 2026-12-02): the stack walk at the "
+          "fork that credits the child's first CPU to its caller and the unwinder's first reads of each "
+          "module's unwind tables in the fresh child (page faults) ~1.5 ms, the rest of the after-fork reset "
+          "~0.7 ms, the stop on a fresh stack with the hand-over ~0.6 ms, /proc/self/stat at the stop 0.2 ms, "
+          "and the CPU and wait samples while it runs"
 }
 
 
