@@ -147,16 +147,19 @@ void reset_after_fork() {
   g.in_flight.store(0);
   g_forks.store(0);
   g_stopped.store(false);
-  if (!g_table.mapped() || !g_was_enabled_at_fork) return;
+  if (!g_table.mapped()) return;
   // Timers are not inherited by fork and the samples so far are the
   // parent's: the child starts from empty tables, with one thread, whose
   // start routine (or main) is still where its CPU goes without a sample.
+  // Renewed even when sampling was off at the fork (a sandbox forbade it):
+  // the kernel zeroed the tables, and their counts must go with them.
   const uint64_t start_fn = t_fork_start_fn;
   std::string err;
   if (!renew_tables(&err)) {
     g.enabled.store(false);
     return;
   }
+  if (!g_was_enabled_at_fork) return;
   g.live_timers.store(0);  // timers are not inherited
   // Under the parent's seccomp filter, which forbade the timers: empty
   // tables, nothing armed, and a stop with nothing to delete (the parent's
@@ -166,11 +169,10 @@ void reset_after_fork() {
     return;
   }
   g.enabled.store(true);
-  // The user's queued signals are read again (/proc/self/status, a tenth
-  // of a millisecond) only when the child arms a second timer: its first
-  // takes one of the slots its parent's quota allowed, as the parent's
-  // thread that forked held one.
-  g.quota_stale.store(true);
+  // The user's queued signals are per user, and the parent keeps its own
+  // timers: each child reads what is left (/proc/self/status), so that
+  // many children never take the program's last slots.
+  g.timer_quota = timer_quota();
   // The child's thread clock started at the fork: what it used before its
   // timer (the kernel's return from fork, the first copy-on-write faults,
   // the shim's reset of the child: 3-4 ms of a 9 ms child on a loaded

@@ -151,8 +151,6 @@ Slot* arm(pid_t tid, uint64_t start_fn, bool own_exit, const uint64_t* born, int
   sev.sigev_signo = own_signal::number();
   sev.sigev_value.sival_ptr = s;
   sev._sigev_un._tid = tid;
-  if (g.quota_stale.load(std::memory_order_relaxed) && g.live_timers.load() > 0 && g.quota_stale.exchange(false))
-    g.timer_quota = timer_quota();
   bool over = g.live_timers.fetch_add(1) >= g.timer_quota;
   if (over || timer_create(clock, &sev, &s->timer) != 0) {
     if (over) errno = EAGAIN;

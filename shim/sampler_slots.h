@@ -59,7 +59,6 @@ struct State {
   // Threads past it go unsampled, counted in the summary.
   std::atomic<long> live_timers;
   long timer_quota;
-  std::atomic<bool> quota_stale;  // a fork child's: the parent's quota, asked again at its second timer
   std::atomic<bool> enabled;
   uint64_t period_ns;
   pthread_key_t key;

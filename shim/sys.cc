@@ -67,7 +67,10 @@ bool wipe_on_fork(void* p, size_t bytes) {
 #define MADV_WIPEONFORK 18
 #endif
   const int saved = errno;
-  const bool ok = p && syscall(SYS_madvise, p, bytes, MADV_WIPEONFORK) == 0;
+  // An emulator may take any advice and do nothing (qemu-user before 8.1
+  // returns 0 for all of it): advice no kernel knows must be refused first,
+  // or the children would count on a wipe that never comes.
+  const bool ok = p && syscall(SYS_madvise, p, bytes, -1) != 0 && syscall(SYS_madvise, p, bytes, MADV_WIPEONFORK) == 0;
   errno = saved;
   return ok;
 }
