@@ -125,10 +125,18 @@ bool start(uint32_t hz, std::string* err) {
   return true;
 }
 
+namespace {
+// The forking thread's start routine, read before the fork: the child's
+// copy of its slot is zeroed (renew_tables).
+__thread uint64_t t_fork_start_fn;
+}  // namespace
+
 void quiesce_for_fork() {
   // No new thread is armed while forks are under way (a timer the child
   // would not own); samples go on (on_timer).
   if (g_forks.fetch_add(1) == 0) g_was_enabled_at_fork.store(g.enabled.exchange(false));
+  Slot* me = g_table.mapped() ? static_cast<Slot*>(pthread_getspecific(g.key)) : nullptr;
+  t_fork_start_fn = me >= g.slots && me < g.slots + kMaxSlots ? me->start_fn : 0;
 }
 
 void resume_after_fork_in_parent() {
@@ -139,18 +147,19 @@ void reset_after_fork() {
   g.in_flight.store(0);
   g_forks.store(0);
   g_stopped.store(false);
-  if (!g_table.mapped() || !g_was_enabled_at_fork) return;
+  if (!g_table.mapped()) return;
   // Timers are not inherited by fork and the samples so far are the
   // parent's: the child starts from empty tables, with one thread, whose
   // start routine (or main) is still where its CPU goes without a sample.
-  Slot* was = static_cast<Slot*>(pthread_getspecific(g.key));
-  uint64_t start_fn = was >= g.slots && was < g.slots + kMaxSlots ? was->start_fn : 0;
-  unmap_tables();
+  // Renewed even when sampling was off at the fork (a sandbox forbade it):
+  // the kernel zeroed the tables, and their counts must go with them.
+  const uint64_t start_fn = t_fork_start_fn;
   std::string err;
-  if (!map_tables(&err)) {
+  if (!renew_tables(&err)) {
     g.enabled.store(false);
     return;
   }
+  if (!g_was_enabled_at_fork) return;
   g.live_timers.store(0);  // timers are not inherited
   // Under the parent's seccomp filter, which forbade the timers: empty
   // tables, nothing armed, and a stop with nothing to delete (the parent's
@@ -160,6 +169,9 @@ void reset_after_fork() {
     return;
   }
   g.enabled.store(true);
+  // The user's queued signals are per user, and the parent keeps its own
+  // timers: each child reads what is left (/proc/self/status), so that
+  // many children never take the program's last slots.
   g.timer_quota = timer_quota();
   // The child's thread clock started at the fork: what it used before its
   // timer (the kernel's return from fork, the first copy-on-write faults,

@@ -215,6 +215,17 @@ void arm_existing_threads() {
   closedir(d);
 }
 
+namespace {
+bool g_slots_wiped;  // a fork child finds the slots zeroed (stack_table's wiped_)
+
+void reset_counts() {
+  g.serials = 0;
+  g.hint = 0, g.high_water = 0;
+  g.signals = 0, g.expirations = 0, g.credited = 0, g.credited_nanos = 0, g.threads = 0, g.timer_failures = 0;
+  g.cut = 0;
+}
+}  // namespace
+
 bool map_tables(std::string* err) {
   g.slots = static_cast<Slot*>(map_zeroed(sizeof(Slot) * kMaxSlots));
   if (!g.slots) {
@@ -222,10 +233,18 @@ bool map_tables(std::string* err) {
     return false;
   }
   if (!g_table.map("CPU sample", err)) return false;
-  g.serials = 0;
-  g.hint = 0, g.high_water = 0;
-  g.signals = 0, g.expirations = 0, g.credited = 0, g.credited_nanos = 0, g.threads = 0, g.timer_failures = 0;
-  g.cut = 0;
+  g_slots_wiped = sys::wipe_on_fork(g.slots, sizeof(Slot) * kMaxSlots);
+  reset_counts();
+  return true;
+}
+
+bool renew_tables(std::string* err) {
+  if (!g_slots_wiped) {
+    unmap_tables();
+    return map_tables(err);
+  }
+  if (!g_table.renew("CPU sample", err)) return false;
+  reset_counts();
   return true;
 }
 

@@ -96,6 +96,8 @@ void record_comm(uint32_t serial, int32_t tid);
 // Every thread of the process without a slot gets one.
 void arm_existing_threads();
 bool map_tables(std::string* err);
+// In a fork child: empty tables and counts, as map_tables makes them.
+bool renew_tables(std::string* err);
 void unmap_tables();
 // How many timers this image may hold (RLIMIT_SIGPENDING).
 long timer_quota();

@@ -36,6 +36,9 @@ class Table {
   // ("cannot map the <what> table: ...").
   bool map(const char* what, std::string* err);
   void unmap();
+  // In a fork child: empty tables, as map() makes them (the same memory,
+  // which the fork zeroed, where it could).
+  bool renew(const char* what, std::string* err);
   bool mapped() const { return entries_ != nullptr; }
 
   // Adds count and weight to (serial, tag, stack): a reference to the entry
@@ -93,6 +96,7 @@ class Table {
   std::atomic<uint64_t> arena_used_, log_used_;
   std::atomic<uint64_t> dropped_, dropped_weight_;
   std::atomic<uint32_t> renames_;  // serials taken for a new name (serial_now)
+  bool wiped_;  // every mapping is zeroed in a fork child (MADV_WIPEONFORK)
 };
 
 }  // namespace stack_table

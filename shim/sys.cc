@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -59,6 +60,19 @@ bool memory_limited() {
   for (int which : {RLIMIT_AS, RLIMIT_DATA})
     if (syscall(SYS_prlimit64, 0, which, nullptr, &r) == 0 && r.rlim_cur != RLIM_INFINITY) return true;
   return false;
+}
+
+bool wipe_on_fork(void* p, size_t bytes) {
+#ifndef MADV_WIPEONFORK
+#define MADV_WIPEONFORK 18
+#endif
+  const int saved = errno;
+  // An emulator may take any advice and do nothing (qemu-user before 8.1
+  // returns 0 for all of it): advice no kernel knows must be refused first,
+  // or the children would count on a wipe that never comes.
+  const bool ok = p && syscall(SYS_madvise, p, bytes, -1) != 0 && syscall(SYS_madvise, p, bytes, MADV_WIPEONFORK) == 0;
+  errno = saved;
+  return ok;
 }
 
 bool single_threaded() {

@@ -45,6 +45,10 @@ void futex_wake(volatile uint32_t* word);
 // A raw system call: safe before libc's own set-up.
 bool memory_limited();
 
+// Marks a private anonymous mapping zero-filled in fork children
+// (MADV_WIPEONFORK); false where the kernel does not know it. errno kept.
+bool wipe_on_fork(void* p, size_t bytes);
+
 // Whether the calling thread is the process's only one (num_threads of
 // /proc/self/stat); false when that cannot be read.
 bool single_threaded();

@@ -184,9 +184,8 @@ void resume() {
 
 void reset_after_fork() {
   if (!g.table.mapped()) return;
-  g.table.unmap();
   std::string err;
-  if (!g.table.map("wait profile", &err)) {
+  if (!g.table.renew("wait profile", &err)) {
     g_hot.on.store(false);
     return;
   }
