@@ -56,6 +56,7 @@ struct PcRange {
 // One unit's address range from .debug_aranges.
 struct UnitRange {
   uint64_t lo, hi, cu;  // cu: the unit's offset in .debug_info
+  uint64_t reach;       // the highest hi of this range and every one before it (nested ranges)
 };
 
 // libdw interning a module's units in order, a slice at a time, the pages

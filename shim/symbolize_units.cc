@@ -83,17 +83,20 @@ bool read_aranges(Elf* elf, std::vector<UnitRange>* out, std::vector<uint64_t>* 
     if ((asize != 4 && asize != 8) || segsize != 0) return false;
     const uint64_t tuple = 2 * asize;
     p += (tuple - (p - set) % tuple) % tuple;
-    while (static_cast<uint64_t>(set_end - p) >= tuple) {
+    if (p > set_end) return false;  // a set too short for its own padding: not one to trust
+    while (set_end - p >= static_cast<ptrdiff_t>(tuple)) {
       const uint64_t lo = asize == 8 ? get<uint64_t>(p) : get<uint32_t>(p);
       const uint64_t n = asize == 8 ? get<uint64_t>(p + 8) : get<uint32_t>(p + 4);
       p += tuple;
       if (lo == 0 && n == 0) break;
-      if (n) out->push_back({lo, lo + n, cu});
+      if (n && lo + n > lo) out->push_back({lo, lo + n, cu, 0});
     }
     units->push_back(cu);
     p = set_end;
   }
   std::stable_sort(out->begin(), out->end(), [](const UnitRange& a, const UnitRange& b) { return a.lo < b.lo; });
+  uint64_t reach = 0;
+  for (UnitRange& r : *out) r.reach = reach = std::max(reach, r.hi);
   std::sort(units->begin(), units->end());
   units->erase(std::unique(units->begin(), units->end()), units->end());
   return true;
@@ -182,8 +185,18 @@ bool unit_by_aranges(DwarfState* st, Dwarf_Addr pc, Dwarf_Die* cu, bool* known) 
   if (!st->aranges_read) return false;
   auto it = std::upper_bound(st->aranges.begin(), st->aranges.end(), pc,
                              [](uint64_t v, const UnitRange& r) { return v < r.lo; });
-  if (it == st->aranges.begin() || pc >= (--it)->hi) return false;
-  const uint64_t want = it->cu;
+  // The last range that starts at or below pc, or one before it that
+  // reaches past pc (a unit's range nested in another's).
+  uint64_t want = UINT64_MAX;
+  while (it != st->aranges.begin()) {
+    --it;
+    if (it->reach <= pc) break;
+    if (pc < it->hi) {
+      want = it->cu;
+      break;
+    }
+  }
+  if (want == UINT64_MAX) return false;
   // A unit already passed (or interned by libdw some other way) is found
   // at once by its offset.
   if (want >= st->walk.next) return st->walk.unit_die(want, cu);
