@@ -112,28 +112,48 @@ bool load_dwarf(Dwfl_Module* mod, DwarfState* st) {
 }
 
 // The CUs' own ranges, read once per module: one DIE per CU, not their contents.
+// Units .debug_aranges covers are left out: they said the address is not
+// theirs (an address in a PLT stub of libc would otherwise read all 4,126
+// units' DIEs and abbreviations, +4 MiB). Pages are dropped behind the
+// walk, as the aranges' lookup does.
 void index_cus(DwarfState* st) {
   st->cus_indexed = true;
-  Dwarf_Off off = 0, next;
+  if (!st->walk.started) read_units(st);
+  const std::vector<uint64_t>& aranged = st->aranged_units;
+  Dwarf_Off off = 0, next, slice = 0;
   size_t header;
   while (dw().dwarf_nextcu(st->dw, off, &next, &header, nullptr, nullptr, nullptr) == 0) {
     Dwarf_Die cu;
-    if (dw().dwarf_offdie(st->dw, off + header, &cu)) add_ranges(&cu, &st->cus);
+    if (!std::binary_search(aranged.begin(), aranged.end(), off) &&
+        dw().dwarf_offdie(st->dw, off + header, &cu)) {
+      add_ranges(&cu, &st->cus);
+      st->walk.next = std::max<uint64_t>(st->walk.next, next);
+    }
+    if (off >= slice + UnitWalk::kSlice) {
+      st->walk.drop(slice, off);
+      slice = off;
+    }
     off = next;
   }
+  st->walk.drop(slice, off);
   sort_ranges(&st->cus);
 }
 
-// The CU holding pc: from .debug_aranges through libdwfl when that answers,
-// else from the CUs' ranges (clang emits no .debug_aranges by default, and
-// libdw 0.188 does not make them up; assembly CUs often lack them too).
+// The CU holding pc: from .debug_aranges when they answer (read here, not
+// by libdwfl, whose reading makes all of .debug_info resident:
+// symbolize_units.cc), else from the CUs' ranges (clang emits no
+// .debug_aranges by default, and libdw 0.188 does not make them up;
+// assembly CUs often lack them too).
 bool find_cu(Dwfl_Module* mod, DwarfState* st, uint64_t pc, Dwarf_Die* cu) {
   if (!load_dwarf(mod, st)) return false;
+  bool known = false;
+  if (unit_by_aranges(st, pc - st->bias, cu, &known)) return true;
   Dwarf_Addr bias = 0;
-  if (Dwarf_Die* d = dw().dwfl_module_addrdie(mod, pc, &bias)) {
-    *cu = *d;
-    return true;
-  }
+  if (!known)
+    if (Dwarf_Die* d = dw().dwfl_module_addrdie(mod, pc, &bias)) {
+      *cu = *d;
+      return true;
+    }
   if (!st->cus_indexed) index_cus(st);
   const PcRange* r = find_range(st->cus, pc - st->bias);
   if (r) *cu = r->die;

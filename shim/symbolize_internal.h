@@ -35,7 +35,8 @@ namespace internal {
   X(dwarf_getsrc_die) X(dwarf_lineno) X(dwarf_linesrc) X(dwarf_getsrcfiles)        \
   X(dwarf_filesrc) X(dwarf_diecu) X(dwarf_srclang) X(dwarf_entrypc) X(dwarf_hasattr)  \
   X(dwelf_elf_gnu_build_id) X(elf_begin) X(elf_memory) X(elf_end)                \
-  X(elf_nextscn) X(gelf_getshdr) X(elf_compress) X(elf_update)
+  X(elf_nextscn) X(gelf_getshdr) X(elf_compress) X(elf_update)                   \
+  X(dwarf_getelf) X(elf_getshdrstrndx) X(elf_strptr) X(elf_getdata) X(elf_getident) X(gelf_getehdr)
 
 struct Dw {
 #define PROFSHIM_DW_FIELD(f) decltype(&::f) f = nullptr;
@@ -52,6 +53,30 @@ struct PcRange {
   Dwarf_Die die;
 };
 
+// One unit's address range from .debug_aranges.
+struct UnitRange {
+  uint64_t lo, hi, cu;  // cu: the unit's offset in .debug_info
+  uint64_t reach;       // the highest hi of this range and every one before it (nested ranges)
+};
+
+// libdw interning a module's units in order, a slice at a time, the pages
+// passed dropped behind it (symbolize_units.cc).
+struct UnitWalk {
+  bool started = false;
+  Dwarf* dbg = nullptr;
+  const unsigned char* base = nullptr;  // .debug_info, when its pages may be dropped
+  uint64_t size = 0;
+  uint64_t next = 0;  // every unit below this offset is interned
+  // Small against the section (5.8 MiB for libc6-dbg), large against a page
+  // and fault-around's 64 KiB: ~24 madvise calls for libc.
+  static constexpr uint64_t kSlice = 256 << 10;
+  void begin(Dwarf* dwarf);
+  // Drops the pages of [from, to) of .debug_info, whole pages only.
+  void drop(uint64_t from, uint64_t to);
+  // The DIE of the unit at cu_off, interning the units before it.
+  bool unit_die(uint64_t cu_off, Dwarf_Die* cu);
+};
+
 // DWARF state of one module, filled on first use. DIEs are keyed by their
 // address in the section data (Dwarf_Die::addr), unique across the module's
 // debug file and its dwz alt file, where offsets are not.
@@ -61,6 +86,10 @@ struct DwarfState {
   Dwarf_Addr bias = 0;
   bool cus_indexed = false;
   std::vector<PcRange> cus;  // only when .debug_aranges did not answer
+  UnitWalk walk;
+  bool aranges_read = false;  // .debug_aranges was read here (or there is none)
+  std::vector<UnitRange> aranges;
+  std::vector<uint64_t> aranged_units;  // sorted: the units .debug_aranges covers
   std::unordered_map<const void*, std::vector<PcRange>> funcs;  // per unit
   // For the units walked: the scope (unit, namespace, type or function) of
   // each namespace, type and function DIE, lexical blocks skipped.
@@ -215,6 +244,12 @@ const FuncSym* find_symbol(const std::vector<FuncSym>& syms, uint64_t pc);
 
 // The out-of-line functions of a unit, sorted; the unit is walked
 // (walk_unit, shallow) on first use.
+// The unit holding pc (a DWARF address) by .debug_aranges, read here;
+// *known is false when this reader cannot read them (libdw's lookup then).
+bool unit_by_aranges(DwarfState* st, Dwarf_Addr pc, Dwarf_Die* cu, bool* known);
+// Reads .debug_aranges (once per module) and readies the walk.
+void read_units(DwarfState* st);
+
 const std::vector<PcRange>& cu_functions(DwarfState* st, Dwarf_Die* cu);
 
 // dir/file with "." components and repeated slashes gone; file alone if it
