@@ -68,6 +68,9 @@ def _thread_cpu(prof):
     return out
 
 
+EXIT_ROOM_NS = 2.5e6
+
+
 def _short_threads(ctx, n, ms, hz):
     r, d = ctx.profile(["cpu_short_threads", str(n), str(ms)], PROFILE_CPU_HZ=hz)
     prof = ctx.read(_cpu_file(d), r)
@@ -83,10 +86,15 @@ def _short_threads(ctx, n, ms, hz):
           "%s: the threads used %.3f s of CPU (their own clocks); the profile holds %.3f s under short_task "
           "(%.0f%%; want 90%%..110%%)\n%s" % (what, truth / 1e9, got / 1e9, 100.0 * got / truth, indent(table)))
     # Each thread its own CPU, under its thread_id label (what -tagfocus
-    # shows): whole periods would give most 3 ms threads 0 or 10 ms.
+    # shows): whole periods would give most 3 ms threads 0 or 10 ms. The
+    # profile holds the thread's clock up to its end, the truth stops at
+    # the end of short_task: the exit between (glibc's, the allocator's and
+    # the shim's thread-end work; on a virtual machine, a vCPU taken away
+    # there counts as the thread's) is in the one only, 2.2 ms once in 200
+    # threads on a loaded machine, so the upper bound has room for it.
     per = _thread_cpu(prof)
     bad = [(t["tid"], t["cpu_ns"], per.get(str(t["tid"]), 0)) for t in threads
-           if not 0.8 * t["cpu_ns"] <= per.get(str(t["tid"]), 0) <= 1.25 * t["cpu_ns"]]
+           if not 0.8 * t["cpu_ns"] <= per.get(str(t["tid"]), 0) <= 1.25 * t["cpu_ns"] + EXIT_ROOM_NS]
     check(not bad, "%s: %d of %d threads do not have their own CPU (+-20%%) under their thread_id; first: %s\n%s"
           % (what, len(bad), n, ", ".join("tid %d used %.2f ms, profile %.2f ms" % (t, c / 1e6, p / 1e6)
                                           for t, c, p in bad[:5]), indent(table)))
