@@ -301,16 +301,29 @@ def main():
             run_integration(args.build, args.filter, args.timeout, tally, tmp)
     finally:
         cleanup_mounts(tmp)
-        if args.keep:
-            print("# temp dirs kept in %s" % tmp, file=sys.stderr)
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
+        release_tmp(tmp, args.keep)
+    return close_tally(tally, args.filter)
+
+
+def release_tmp(tmp, keep):
+    """The run's temporary directories: removed, or kept and named (--keep)."""
+    if keep:
+        print("# temp dirs kept in %s" % tmp, file=sys.stderr)
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def close_tally(tally, filter_text, took=None):
+    """The run's last lines, closing with "N passed, N failed"; the exit
+    status. A run in which nothing ran is a failure."""
     if tally.passed + tally.failed == 0:
-        tally.bad("harness", "no tests ran (filter %r?)" % args.filter)
+        tally.bad("harness", "no tests ran (filter %r?)" % filter_text)
     if tally.failures:
         print("# failed: %s" % " ".join(tally.failures), file=sys.stderr, flush=True)
     if tally.skipped:
         print("# skipped (not run here, see SKIP lines): %s" % " ".join(tally.skipped), flush=True)
+    if took is not None:
+        print("# took %.0f s" % took, flush=True)
     print("%d passed, %d failed" % (tally.passed, tally.failed), flush=True)
     return 1 if tally.failed else 0
 

@@ -223,15 +223,8 @@ def main():
             except Exception:
                 tally.bad(name, traceback.format_exc())
     finally:
-        if args.keep:
-            print("# temp dirs kept in %s" % tmp, file=sys.stderr)
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
-    if tally.passed + tally.failed == 0:
-        tally.bad("harness", "no tests ran (filter %r?)" % args.filter)
-    print("# took %.0f s" % (time.monotonic() - t0), flush=True)
-    print("%d passed, %d failed" % (tally.passed, tally.failed), flush=True)
-    return 1 if tally.failed else 0
+        harness.release_tmp(tmp, args.keep)
+    return harness.close_tally(tally, args.filter, took=time.monotonic() - t0)
 
 
 if __name__ == "__main__":
