@@ -68,8 +68,9 @@ def test_sh_exec_xz(ctx):
     with open(os.path.join(cwd, "data.txt.xz"), "rb") as f:
         check(lzma.decompress(f.read()) == data, "xz's output does not decompress to its input")
     files = pprofs(d)
-    if _landlocked(r):
-        _check_given_up(r, d, _landlocked(r))
+    sandboxed = _landlocked(r)
+    if sandboxed:
+        _check_given_up(r, d, sandboxed)
         check(any(re.match(r"^run\.dash\.\d+\.cpu\.pprof$", n) for n in files), "the shell's image wrote no "
               "files; PROFILE_DIR holds %s\n%s" % (files, r.describe()))
         return
@@ -124,8 +125,9 @@ def _killed_while_busy(ctx, argv, cwd, stdout_path, lib_prefix, after=1.5):
     check(plain.status.is_signal(signal.SIGTERM), "baseline: %s\n%s" % (plain.status, plain.describe()))
     check(r.status.key() == plain.status.key(), "%s killed by SIGTERM while busy: under the shim %s, without "
           "it %s\n%s" % (argv[0], r.status, plain.status, r.describe()))
-    if _landlocked(r):
-        _check_given_up(r, d, _landlocked(r))
+    sandboxed = _landlocked(r)
+    if sandboxed:
+        _check_given_up(r, d, sandboxed)
         return r, None
     check(pprofs(d) == image_files("run"), "PROFILE_DIR holds %s\n%s" % (pprofs(d), r.describe()))
     check_summaries_name_files(r, d, 1)
