@@ -39,9 +39,14 @@ def test_diff_of_time_boxed_runs_given_different_budgets_flags_nothing(ctx):
     changed = sorted(f for f, (v, _) in table.items() if v == "CHANGED")
     check(not changed, "nothing changed but the budget; flagged %s:\n%s" % (changed, indent(text)))
     # The absolute view (--abs) is the old reading: twice the time, flagged.
+    # The whole run's doubling is flagged; one function's is not always:
+    # ~50 samples become ~100, whose ±3σ (~37 samples) the split between
+    # mix_f and mix_g can bring the change under in one run in ten (CI did).
     table, text = _diff(ctx, short, long_, "cpu", "--abs")
-    check(table["mix_f"][0] == "CHANGED" and figure(table["mix_f"][1][6]) > 0.15,
-          "--abs shows mix_f's time doubled:\n%s" % indent(text))
+    check("main" in table and table["main"][0] == "CHANGED" and figure(table["main"][1][6]) > 0.8,
+          "--abs shows the run's time doubled, flagged:\n%s" % indent(text))
+    for fn in ("mix_f", "mix_g"):
+        check(figure(table[fn][1][6]) > 0, "--abs shows %s's time up:\n%s" % (fn, indent(text)))
 
 
 def test_diff_flags_the_function_made_twice_as_fast(ctx):
