@@ -100,6 +100,10 @@ struct Builder::Impl {
   std::vector<LocationRec> locations;
   std::unordered_map<LocationRec, uint64_t, RecHash> location_ids;
   std::vector<SampleRec> samples;
+  // A sample's stack and labels -> its index: two with the same are one
+  // (pprof merges them when it reads a profile; a file that already has
+  // them merged is read alike by every reader, ours among them).
+  std::unordered_map<std::string, size_t> sample_index;
 
   int64_t intern(const std::string& s) {
     auto it = string_ids.emplace(s, static_cast<int64_t>(strings.size()));
@@ -151,6 +155,26 @@ void Builder::add_sample(const std::vector<uint64_t>& location_ids,
       s.labels.push_back({impl_->intern(l.key), 0, l.num, impl_->intern(l.num_unit)});
     else
       s.labels.push_back({impl_->intern(l.key), impl_->intern(l.str), 0, 0});
+  }
+  std::string key;
+  key.reserve((location_ids.size() + 1 + 4 * s.labels.size()) * 8);
+  const auto put = [&key](uint64_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  put(location_ids.size());
+  for (uint64_t id : location_ids) put(id);
+  for (const LabelRec& l : s.labels) {
+    put(l.key);
+    put(l.str);
+    put(l.num);
+    put(l.num_unit);
+  }
+  auto it = impl_->sample_index.emplace(std::move(key), impl_->samples.size());
+  if (!it.second) {
+    SampleRec& same = impl_->samples[it.first->second];
+    if (same.values.size() == values.size()) {
+      for (size_t i = 0; i < values.size(); ++i) same.values[i] += values[i];
+      return;
+    }
+    it.first->second = impl_->samples.size();  // values of another shape: kept apart, as check_valid will say
   }
   impl_->samples.push_back(std::move(s));
 }

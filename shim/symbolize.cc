@@ -94,6 +94,9 @@ struct Session::Impl {
   int mapping_of(uint64_t pc) const;
   bool mapped_by_same_file(int live, const pprof::Mapping& was) const;
   Result resolve(uint64_t pc);
+  // The addresses the running lookup asks, sorted (module_frames says why).
+  const std::vector<uint64_t>* batch = nullptr;
+  const std::vector<uint64_t> no_batch;
 };
 
 // Consecutive lines of one file (same device, inode and path) form one module,
@@ -321,7 +324,7 @@ Result Session::Impl::resolve(uint64_t pc) {
   if (mod) dw().dwfl_module_info(mod, &userdata, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
   ModInfo* mi = userdata ? static_cast<ModInfo*>(*userdata) : nullptr;
   if (mi && mi->shim_itself) mi->dwarf.tried = true;  // no DWARF read: its symbols name it
-  if (mi) r.inlines_known = internal::module_frames(mod, mi, pc, &names, &r.frames);
+  if (mi) r.inlines_known = internal::module_frames(mod, mi, pc, batch ? *batch : no_batch, &names, &r.frames);
   if (mi == mods[m].get()) ghc::name_frames(*mi, lines, heads[m], &ghc[m], &r.frames);
   store.note_lookup();
   if (keep && mi == mods[m].get()) store.add(m, rel, r);
@@ -378,6 +381,7 @@ size_t Session::lookup(const std::vector<uint64_t>& addrs, std::vector<Result>* 
     if (!impl_->cache.count(a)) todo.push_back(a);
   std::sort(todo.begin(), todo.end());
   todo.erase(std::unique(todo.begin(), todo.end()), todo.end());
+  impl_->batch = &todo;
   for (uint64_t a : todo) {
     auto it = impl_->cache.find(a);
     {
@@ -399,6 +403,7 @@ size_t Session::lookup(const std::vector<uint64_t>& addrs, std::vector<Result>* 
     }
   }
   impl_->release();
+  impl_->batch = nullptr;
   for (uint64_t a : addrs) out->push_back(impl_->cache.find(a)->second);
   return skipped;
 }

@@ -266,7 +266,30 @@ std::string source_file(const char* s, Dwarf_Die* cu) {
   return join_path(dir ? dir : "", s);
 }
 
-void line_from_table(Dwarf_Die* cu, Dwarf_Addr pc, pprof::Frame* f) {
+// The unit's rows for pc (a DWARF address) read here (symbolize_lines.cc)
+// for every address of the batch in this module; null where libdw is to
+// read the unit's lines.
+const UnitLines* unit_lines(ModInfo* mi, Dwarf_Die* cu, Dwarf_Addr pc, const std::vector<uint64_t>& batch) {
+  UnitLines* ul = &mi->dwarf.lines;
+  if (ul->unit != cu->addr || !std::binary_search(ul->pcs.begin(), ul->pcs.end(), pc)) {
+    std::vector<uint64_t> pcs;
+    const uint64_t bias = mi->dwarf.bias;
+    for (auto it = std::lower_bound(batch.begin(), batch.end(), mi->low); it != batch.end() && *it < mi->high; ++it)
+      pcs.push_back(*it - bias);
+    if (!std::binary_search(pcs.begin(), pcs.end(), pc)) pcs.insert(std::lower_bound(pcs.begin(), pcs.end(), pc), pc);
+    read_unit_lines(mi->dwarf.dw, cu, pcs, ul);
+  }
+  return ul->ok ? ul : nullptr;
+}
+
+void line_from_table(Dwarf_Die* cu, Dwarf_Addr pc, const UnitLines* ul, pprof::Frame* f) {
+  if (ul) {
+    const LineRow& row = ul->rows[std::lower_bound(ul->pcs.begin(), ul->pcs.end(), pc) - ul->pcs.begin()];
+    if (!row.found) return;
+    if (row.line > 0 && row.line <= INT32_MAX) f->line = row.line;
+    if (row.file < ul->files.size()) f->file = source_file(ul->files[row.file].c_str(), cu);
+    return;
+  }
   Dwarf_Line* l = dw().dwarf_getsrc_die(cu, pc);
   if (!l) return;
   int line = 0;
@@ -275,14 +298,17 @@ void line_from_table(Dwarf_Die* cu, Dwarf_Addr pc, pprof::Frame* f) {
 }
 
 // Where the inlined call `inlined` was made, in the function that holds it.
-void line_from_call_site(Dwarf_Die* inlined, Dwarf_Die* cu, Dwarf_Files* files, size_t nfiles,
-                         pprof::Frame* f) {
+void line_from_call_site(Dwarf_Die* inlined, Dwarf_Die* cu, const UnitLines* ul, Dwarf_Files* files,
+                         size_t nfiles, pprof::Frame* f) {
   Dwarf_Attribute a;
   Dwarf_Word v;
   if (dw().dwarf_formudata(dw().dwarf_attr(inlined, DW_AT_call_line, &a), &v) == 0) f->line = v;
-  if (files && dw().dwarf_formudata(dw().dwarf_attr(inlined, DW_AT_call_file, &a), &v) == 0 &&
-      v < nfiles)
+  if (dw().dwarf_formudata(dw().dwarf_attr(inlined, DW_AT_call_file, &a), &v) != 0) return;
+  if (ul) {
+    if (v < ul->files.size()) f->file = source_file(ul->files[v].c_str(), cu);
+  } else if (files && v < nfiles) {
     if (const char* s = dw().dwarf_filesrc(files, v, nullptr, nullptr)) f->file = source_file(s, cu);
+  }
 }
 
 // Frames innermost first: the innermost gets the line table's line, each
@@ -290,10 +316,10 @@ void line_from_call_site(Dwarf_Die* inlined, Dwarf_Die* cu, Dwarf_Files* files, 
 // named by its ELF symbol when there is one, as a profile of a binary
 // without DWARF would name it.
 void frames_from_chain(std::vector<Dwarf_Die>* chain, Dwarf_Die* cu, Dwarf_Addr pc, const FuncSym* sym,
-                       ModInfo* mi, Names* names, std::vector<pprof::Frame>* out) {
+                       ModInfo* mi, const UnitLines* ul, Names* names, std::vector<pprof::Frame>* out) {
   Dwarf_Files* files = nullptr;
   size_t nfiles = 0;
-  if (chain->size() > 1 && dw().dwarf_getsrcfiles(cu, &files, &nfiles) != 0) files = nullptr;
+  if (!ul && chain->size() > 1 && dw().dwarf_getsrcfiles(cu, &files, &nfiles) != 0) files = nullptr;
   for (size_t i = chain->size(); i-- > 0;) {
     pprof::Frame f;
     Dwarf_Die* die = &(*chain)[i];
@@ -304,9 +330,9 @@ void frames_from_chain(std::vector<Dwarf_Die>* chain, Dwarf_Die* cu, Dwarf_Addr 
     int decl = 0;
     if (dw().dwarf_decl_line(die, &decl) == 0 && decl > 0) f.start_line = decl;
     if (i + 1 == chain->size())
-      line_from_table(cu, pc, &f);
+      line_from_table(cu, pc, ul, &f);
     else
-      line_from_call_site(&(*chain)[i + 1], cu, files, nfiles, &f);
+      line_from_call_site(&(*chain)[i + 1], cu, ul, files, nfiles, &f);
     out->push_back(std::move(f));
   }
 }
@@ -327,8 +353,8 @@ std::string join_path(const std::string& dir, const std::string& file) {
   return out.empty() && !whole.empty() && whole[0] == '/' ? "/" : out;
 }
 
-bool module_frames(Dwfl_Module* mod, ModInfo* mi, uint64_t pc, Names* names,
-                   std::vector<pprof::Frame>* out) {
+bool module_frames(Dwfl_Module* mod, ModInfo* mi, uint64_t pc, const std::vector<uint64_t>& batch,
+                   Names* names, std::vector<pprof::Frame>* out) {
   if (!mi->syms_loaded) load_symbols(mod, mi);
   const FuncSym* sym = find_symbol(mi->syms, pc);
   Dwarf_Die cu;
@@ -338,13 +364,13 @@ bool module_frames(Dwfl_Module* mod, ModInfo* mi, uint64_t pc, Names* names,
   if (have_cu)
     if (const PcRange* fn = find_range(cu_functions(&mi->dwarf, &cu), dpc)) inline_chain(fn->die, dpc, &chain);
   if (!chain.empty()) {
-    frames_from_chain(&chain, &cu, dpc, sym, mi, names, out);
+    frames_from_chain(&chain, &cu, dpc, sym, mi, unit_lines(mi, &cu, dpc, batch), names, out);
     return true;
   }
   if (!sym) return false;  // a line without a function name is not worth a frame
   out->emplace_back();
   name_from_symbol(*sym, names, &out->back());
-  if (have_cu) line_from_table(&cu, dpc, &out->back());  // e.g. assembly: lines, no DIEs
+  if (have_cu) line_from_table(&cu, dpc, unit_lines(mi, &cu, dpc, batch), &out->back());  // e.g. assembly: lines, no DIEs
   return false;
 }
 

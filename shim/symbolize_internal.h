@@ -77,6 +77,20 @@ struct UnitWalk {
   bool unit_die(uint64_t cu_off, Dwarf_Die* cu);
 };
 
+// One unit's line rows for the addresses a stop asks (symbolize_lines.cc).
+struct LineRow {
+  uint32_t file = 0;  // index into UnitLines::files
+  int64_t line = 0;
+  bool found = false;
+};
+struct UnitLines {
+  const void* unit = nullptr;      // the unit's DIE (Dwarf_Die::addr); null: none read yet
+  bool ok = false;                 // false: libdw reads this unit's lines
+  std::vector<std::string> files;  // as libdw's dwarf_filesrc names them
+  std::vector<uint64_t> pcs;       // DWARF addresses, sorted
+  std::vector<LineRow> rows;       // pcs[i]'s
+};
+
 // DWARF state of one module, filled on first use. DIEs are keyed by their
 // address in the section data (Dwarf_Die::addr), unique across the module's
 // debug file and its dwz alt file, where offsets are not.
@@ -106,6 +120,9 @@ struct DwarfState {
   std::unordered_map<const void*, std::pair<std::string, std::string>> names;
   // Each type spelled so far, as the demangler spells it.
   std::unordered_map<const void*, std::string> type_names;
+  // The line rows of the last unit asked, for every address of the lookup
+  // in this module (the lookup goes in address order: a unit's come together).
+  UnitLines lines;
 };
 
 // A sized function symbol [start, end) in run-time addresses.
@@ -252,6 +269,16 @@ void read_units(DwarfState* st);
 
 const std::vector<PcRange>& cu_functions(DwarfState* st, Dwarf_Die* cu);
 
+// A section of elf as stored, or null if it is absent, empty or compressed.
+const Elf_Data* plain_section(Elf* elf, const char* name);
+
+// --- symbolize_lines.cc ---
+
+// Reads the line program of the unit cu into *out for the sorted DWARF
+// addresses pcs: each one's row as dwarf_getsrc_die gives it, and the
+// unit's file names. False (out->ok too) where libdw is to read it.
+bool read_unit_lines(Dwarf* dbg, Dwarf_Die* cu, const std::vector<uint64_t>& pcs, UnitLines* out);
+
 // dir/file with "." components and repeated slashes gone; file alone if it
 // is absolute or dir is empty. ".." stays: a symlink may stand before it.
 std::string join_path(const std::string& dir, const std::string& file);
@@ -260,9 +287,11 @@ std::string join_path(const std::string& dir, const std::string& file);
 // covering pc, file / line / inlined calls from DWARF where the module has
 // them. Appends nothing when no name for pc's function is known: a frame
 // with a wrong name is worse than none. True when a DWARF function held pc,
-// so that its inlined calls, if any, are among the frames.
-bool module_frames(Dwfl_Module* mod, ModInfo* mi, uint64_t pc, Names* names,
-                   std::vector<pprof::Frame>* out);
+// so that its inlined calls, if any, are among the frames. batch: every
+// address (run-time, sorted) the lookup asks, so that a unit's line
+// program is read once for all of its own.
+bool module_frames(Dwfl_Module* mod, ModInfo* mi, uint64_t pc, const std::vector<uint64_t>& batch,
+                   Names* names, std::vector<pprof::Frame>* out);
 // The same for a module libdw found no DWARF for, from its loaded symbols
 // alone (without libdw).
 void symbol_frames(ModInfo* mi, uint64_t pc, Names* names, std::vector<pprof::Frame>* out);

@@ -24,9 +24,7 @@
 namespace symbolize {
 namespace internal {
 
-namespace {
-
-const Elf_Data* section(Elf* elf, const char* want) {
+const Elf_Data* plain_section(Elf* elf, const char* want) {
   size_t shstrndx;
   if (dw().elf_getshdrstrndx(elf, &shstrndx) != 0) return nullptr;
   for (Elf_Scn* scn = dw().elf_nextscn(elf, nullptr); scn; scn = dw().elf_nextscn(elf, scn)) {
@@ -40,6 +38,8 @@ const Elf_Data* section(Elf* elf, const char* want) {
   }
   return nullptr;
 }
+
+namespace {
 
 template <typename T>
 T get(const unsigned char* p) {
@@ -55,7 +55,7 @@ bool read_aranges(Elf* elf, std::vector<UnitRange>* out, std::vector<uint64_t>* 
   const unsigned char* ident = reinterpret_cast<const unsigned char*>(dw().elf_getident(elf, nullptr));
   const unsigned char host = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB;
   if (!ident || ident[EI_DATA] != host) return false;
-  const Elf_Data* d = section(elf, ".debug_aranges");
+  const Elf_Data* d = plain_section(elf, ".debug_aranges");
   if (!d) return true;  // none (clang's default): the units' own ranges answer
   const unsigned char* p = static_cast<const unsigned char*>(d->d_buf);
   const unsigned char* const end = p + d->d_size;
@@ -141,7 +141,7 @@ void UnitWalk::begin(Dwarf* dwarf) {
   Elf* elf = dw().dwarf_getelf(dwarf);
   GElf_Ehdr eh;
   if (!elf || !dw().gelf_getehdr(elf, &eh) || eh.e_type == ET_REL) return;  // libdwfl relocates those in place
-  const Elf_Data* d = section(elf, ".debug_info");
+  const Elf_Data* d = plain_section(elf, ".debug_info");
   if (d && droppable(d->d_buf, d->d_size)) {
     base = static_cast<const unsigned char*>(d->d_buf);
     size = d->d_size;

@@ -193,6 +193,23 @@ TEST(interning_reuses_ids) {
   CHECK_EQ(a, uint64_t(1));
 }
 
+// pprof merges samples of one stack and one set of labels when it reads a
+// profile; the file holds them merged already, so that every reader (the
+// cli's own among them) counts the samples pprof counts.
+TEST(samples_of_one_stack_and_labels_are_one) {
+  const auto build = [](const std::vector<std::pair<int64_t, const char*>>& adds) {
+    Builder b({{"samples", "count"}}, {"cpu", "nanoseconds"}, 1);
+    uint64_t m = b.add_mapping(mapping(0x1000, 0x2000, "/bin/x", ""));
+    uint64_t f = b.add_location(0x1100, m, {frame("f", "f.cc", 1)});
+    uint64_t g = b.add_location(0x1200, m, {frame("g", "f.cc", 9)});
+    for (const auto& a : adds) b.add_sample({f, g}, {a.first}, {str_label("thread_name", a.second)});
+    return b.encode();
+  };
+  CHECK(build({{2, "t"}, {3, "t"}}) == build({{5, "t"}}));
+  CHECK(build({{2, "t"}, {3, "u"}}) != build({{5, "t"}}));
+  CHECK(build({{2, "t"}, {3, "u"}, {4, "t"}}) == build({{6, "t"}, {3, "u"}}));
+}
+
 TEST(check_valid_accepts_good_profile) {
   Builder* b = new_cpu_builder();
   build_cpu(b);
