@@ -179,7 +179,7 @@ CORE_OBJS := $(addprefix $(BUILD)/shim/,atomic_file.o config.o exp_log.o fatal_s
 
 $(BUILD)/tests/unit/%: tests/unit/%.cc $(CORE_OBJS) | $(BUILD)/.deps-ok
 	@mkdir -p $(dir $@)
-	$(CXX) $(CPPFLAGS) -Itests/unit $(CXXFLAGS) -MMD -MP -o $@ $< $(CORE_OBJS) $(LIBIBERTY) -lz -ldl -lpthread
+	$(CXX) $(CPPFLAGS) -Itests/unit $(CXXFLAGS) -MMD -MP -o $@ $< $(CORE_OBJS) $(LIBIBERTY) -lz -ldl -lpthread -lrt
 -include $(UNIT_BINS:=.d)
 
 WORKLOAD_SRCS := $(wildcard tests/workloads/*.c tests/workloads/*.cc)
