@@ -274,7 +274,9 @@ const UnitLines* unit_lines(ModInfo* mi, Dwarf_Die* cu, Dwarf_Addr pc, const std
   if (ul->unit != cu->addr || !std::binary_search(ul->pcs.begin(), ul->pcs.end(), pc)) {
     std::vector<uint64_t> pcs;
     const uint64_t bias = mi->dwarf.bias;
-    for (auto it = std::lower_bound(batch.begin(), batch.end(), mi->low); it != batch.end() && *it < mi->high; ++it)
+    // From pc on: the lookup goes up, the addresses below pc are named.
+    for (auto it = std::lower_bound(batch.begin(), batch.end(), std::max(mi->low, pc + bias));
+         it != batch.end() && *it < mi->high; ++it)
       pcs.push_back(*it - bias);
     if (!std::binary_search(pcs.begin(), pcs.end(), pc)) pcs.insert(std::lower_bound(pcs.begin(), pcs.end(), pc), pc);
     read_unit_lines(mi->dwarf.dw, cu, pcs, ul);

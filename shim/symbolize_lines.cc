@@ -287,7 +287,7 @@ bool read_program(const Sections& s, uint64_t off, const char* comp_dir, const s
     if (op >= opcode_base) {
       const unsigned adj = op - opcode_base;
       addr += static_cast<uint64_t>(min_inst) * (adj / line_range);
-      line += line_base + static_cast<int>(adj % line_range);
+      if (__builtin_add_overflow(line, line_base + static_cast<int>(adj % line_range), &line)) return false;
       if (!emit(false)) return false;
       continue;
     }
@@ -313,7 +313,9 @@ bool read_program(const Sections& s, uint64_t off, const char* comp_dir, const s
         if (!emit(false)) return false;
         break;
       case DW_LNS_advance_pc: addr += min_inst * r.uleb(); break;
-      case DW_LNS_advance_line: line += r.sleb(); break;
+      case DW_LNS_advance_line:
+        if (__builtin_add_overflow(line, r.sleb(), &line)) return false;
+        break;
       case DW_LNS_set_file: file = r.uleb(); break;
       case DW_LNS_const_add_pc: addr += static_cast<uint64_t>(min_inst) * ((255 - opcode_base) / line_range); break;
       case DW_LNS_fixed_advance_pc: addr += r.u(2); break;
