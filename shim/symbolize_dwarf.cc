@@ -279,7 +279,7 @@ const UnitLines* unit_lines(ModInfo* mi, Dwarf_Die* cu, Dwarf_Addr pc, const std
          it != batch.end() && *it < mi->high; ++it)
       pcs.push_back(*it - bias);
     if (!std::binary_search(pcs.begin(), pcs.end(), pc)) pcs.insert(std::lower_bound(pcs.begin(), pcs.end(), pc), pc);
-    read_unit_lines(mi->dwarf.dw, cu, pcs, ul);
+    read_unit_lines(mi->dwarf.dw, cu, std::move(pcs), ul);
   }
   return ul->ok ? ul : nullptr;
 }

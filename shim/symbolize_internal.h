@@ -79,6 +79,7 @@ struct UnitWalk {
 
 // One unit's line rows for the addresses a stop asks (symbolize_lines.cc).
 struct LineRow {
+  uint64_t addr = 0;  // the row's address
   uint32_t file = 0;  // index into UnitLines::files
   int64_t line = 0;
   bool found = false;
@@ -277,7 +278,7 @@ const Elf_Data* plain_section(Elf* elf, const char* name);
 // Reads the line program of the unit cu into *out for the sorted DWARF
 // addresses pcs: each one's row as dwarf_getsrc_die gives it, and the
 // unit's file names. False (out->ok too) where libdw is to read it.
-bool read_unit_lines(Dwarf* dbg, Dwarf_Die* cu, const std::vector<uint64_t>& pcs, UnitLines* out);
+bool read_unit_lines(Dwarf* dbg, Dwarf_Die* cu, std::vector<uint64_t> pcs, UnitLines* out);
 
 // dir/file with "." components and repeated slashes gone; file alone if it
 // is absolute or dir is empty. ".." stays: a symlink may stand before it.

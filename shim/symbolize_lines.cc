@@ -152,18 +152,11 @@ bool v5_entries(Reader* r, unsigned offsize, const Sections& s, std::vector<std:
   return !r->bad;
 }
 
-struct Best {
-  uint64_t addr = 0;
-  uint32_t file = 0;
-  int64_t line = 0;
-  bool set = false;
-};
-
 // The rows of one line program against the sorted addresses pcs (libdw's
 // answer for each, see the file's comment). False where libdw is to read it.
 class Program {
  public:
-  Program(const std::vector<uint64_t>& pcs, std::vector<Best>* best) : pcs_(pcs), best_(*best) {}
+  Program(const std::vector<uint64_t>& pcs, std::vector<LineRow>* best) : pcs_(pcs), best_(*best) {}
 
   // A row: the previous one of its sequence covers [its address, this one's).
   bool row(uint64_t addr, uint32_t file, int64_t line, bool end) {
@@ -179,7 +172,7 @@ class Program {
       ends_.push_back(addr);
       have_prev_ = false;
     } else {
-      prev_ = Best{addr, file, line, true};
+      prev_ = LineRow{addr, file, line, true};
       have_prev_ = true;
     }
     return true;
@@ -191,32 +184,31 @@ class Program {
   void finish() {
     std::sort(ends_.begin(), ends_.end());
     for (size_t k = 0; k < pcs_.size(); ++k) {
-      if (pcs_[k] >= top_) best_[k].set = false;
-      if (!best_[k].set) continue;
+      if (pcs_[k] >= top_) best_[k].found = false;
+      if (!best_[k].found) continue;
       auto e = std::upper_bound(ends_.begin(), ends_.end(), best_[k].addr);
-      if (e != ends_.end() && *e <= pcs_[k]) best_[k].set = false;
+      if (e != ends_.end() && *e <= pcs_[k]) best_[k].found = false;
     }
   }
 
  private:
-  void cover(const Best& b, uint64_t hi) {
+  void cover(const LineRow& b, uint64_t hi) {
     for (size_t k = std::lower_bound(pcs_.begin(), pcs_.end(), b.addr) - pcs_.begin();
          k < pcs_.size() && pcs_[k] < hi; ++k)
-      if (!best_[k].set || best_[k].addr <= b.addr) best_[k] = b;  // the higher row, or the later at one address
+      if (!best_[k].found || best_[k].addr <= b.addr) best_[k] = b;  // the higher row, or the later at one address
   }
 
   const std::vector<uint64_t>& pcs_;
-  std::vector<Best>& best_;
+  std::vector<LineRow>& best_;
   std::vector<uint64_t> ends_;
-  Best prev_;
+  LineRow prev_;
   bool have_prev_ = false;
   uint64_t top_ = 0;  // the highest row's address
 };
 
 // The unit's line program at off: its file names into out->files and each
-// of pcs' rows into best. False for anything this reader does not know.
-bool read_program(const Sections& s, uint64_t off, const char* comp_dir, const std::vector<uint64_t>& pcs,
-                  UnitLines* out, std::vector<Best>* best) {
+// of out->pcs' rows into out->rows. False for anything this reader does not know.
+bool read_program(const Sections& s, uint64_t off, const char* comp_dir, UnitLines* out) {
   const Elf_Data* d = s.line;
   if (off >= d->d_size) return false;
   const unsigned char* base = static_cast<const unsigned char*>(d->d_buf);
@@ -276,7 +268,7 @@ bool read_program(const Sections& s, uint64_t off, const char* comp_dir, const s
     out->files.push_back(file_name(dirs[dir].first, files[i].first));
   }
 
-  Program rows(pcs, best);
+  Program rows(out->pcs, &out->rows);
   r.p = program;
   uint64_t addr = 0;
   uint64_t file = 1;
@@ -330,11 +322,11 @@ bool read_program(const Sections& s, uint64_t off, const char* comp_dir, const s
 
 }  // namespace
 
-bool read_unit_lines(Dwarf* dbg, Dwarf_Die* cu, const std::vector<uint64_t>& pcs, UnitLines* out) {
+bool read_unit_lines(Dwarf* dbg, Dwarf_Die* cu, std::vector<uint64_t> pcs, UnitLines* out) {
   out->unit = cu->addr;
   out->ok = false;
-  out->pcs = pcs;
   out->rows.assign(pcs.size(), LineRow());
+  out->pcs = std::move(pcs);
   Elf* elf = dbg ? dw().dwarf_getelf(dbg) : nullptr;
   const unsigned char* ident = elf ? reinterpret_cast<const unsigned char*>(dw().elf_getident(elf, nullptr)) : nullptr;
   if (!ident || ident[EI_DATA] != ELFDATA2LSB) return false;
@@ -347,13 +339,10 @@ bool read_unit_lines(Dwarf* dbg, Dwarf_Die* cu, const std::vector<uint64_t>& pcs
   s.line_str = plain_section(elf, ".debug_line_str");
   s.str = plain_section(elf, ".debug_str");
   const char* comp_dir = dw().dwarf_formstring(dw().dwarf_attr(cu, DW_AT_comp_dir, &a));
-  std::vector<Best> best(pcs.size());
-  if (!read_program(s, off, comp_dir, pcs, out, &best)) {
+  if (!read_program(s, off, comp_dir, out)) {
     out->files.clear();
     return false;
   }
-  for (size_t k = 0; k < pcs.size(); ++k)
-    if (best[k].set) out->rows[k] = LineRow{best[k].file, best[k].line, true};
   out->ok = true;
   return true;
 }
