@@ -11,6 +11,7 @@
 
 #include "image.h"
 #include "lifecycle.h"
+#include "symbolize_cache.h"
 #include "sys.h"
 
 namespace landlock {
@@ -28,6 +29,7 @@ bool denied(const char* path, int flags) {
 }  // namespace
 
 void after_restrict_self() {
+  symbolize::cache::note_sandboxed();
   if (!lifecycle::profiling() || lifecycle::in_vfork_child()) return;
   const int saved = errno;
   // The stop reads its own maps and makes new files in PROFILE_DIR: the

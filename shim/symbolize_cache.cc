@@ -34,6 +34,7 @@ namespace {
 constexpr size_t kMaxFile = size_t(64) << 20;  // a file past this is not ours, or not sane
 constexpr size_t kMaxResults = 200000;         // an entry stops growing here
 constexpr char kDirName[] = ".profshim-symbols";
+bool g_sandboxed = false;  // note_sandboxed(): set once, as a Landlock domain is never left
 
 
 int64_t ns(const struct timespec& t) { return int64_t(t.tv_sec) * 1000000000 + t.tv_nsec; }
@@ -145,11 +146,16 @@ bool current(const std::vector<Witness>& ws) {
 
 bool current(const Entry& e) { return current(e.witnesses); }
 
+void note_sandboxed() { __atomic_store_n(&g_sandboxed, true, __ATOMIC_RELAXED); }
+
 std::string dir_of(const std::string& profile_dir) { return profile_dir + "/" + kDirName; }
 
 std::string prepare_dir(const std::string& profile_dir, bool create, std::string* path) {
   const std::string dir = dir_of(profile_dir);
-  if (create && fsroot::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return "cannot create " + dir + ": " + strerror(errno);
+  if (create && fsroot::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    if (errno == EACCES && __atomic_load_n(&g_sandboxed, __ATOMIC_RELAXED)) return "";
+    return "cannot create " + dir + ": " + strerror(errno);
+  }
   // Not followed if it is a link, nor used if someone else could plant
   // entries in it.
   struct stat st;

@@ -91,6 +91,13 @@ std::string dir_of(const std::string& profile_dir);
 // alone when it is absent and not to be made, else why not.
 std::string prepare_dir(const std::string& profile_dir, bool create, std::string* path);
 
+// Once the program is in a Landlock domain (landlock.h), whose rules cannot
+// be read back: a directory the cache cannot make (EACCES; xz 5.8 forbids
+// itself new directories, not new files) is then taken as the sandbox's,
+// and the cache is only not kept, with no error: it saves the next stop's
+// work, the profiles are whole without it.
+void note_sandboxed();
+
 enum class Load { kAbsent, kUsed, kCorrupt, kStale };
 // Reads and checks build_id's entry from dir.
 Load load(const std::string& dir, const std::string& build_id, Entry* out);

@@ -6,7 +6,8 @@ and the program runs and ends as without the shim. A sandbox that leaves
 files alone leaves the stop alone.
 
 landlock_self burns CPU, restricts itself (strict: every file access of
-Landlock's first ABI handled, no rule; open: only executing files handled),
+Landlock's first ABI handled, no rule; open: only executing files handled;
+nodirs: only making directories handled, as xz 5.8 does),
 burns again and tries to make a file in its working directory, printing the
 kernel's answer. Before the shim saw the restriction go in, it tried its
 files at the stop and said three 'cannot create a temporary ... Permission
@@ -55,6 +56,23 @@ def test_a_sandbox_that_leaves_files_alone_leaves_the_stop_alone(ctx):
     check(pprofs(d) == image_files("run"), "PROFILE_DIR holds %s\n%s" % (pprofs(d), r.describe()))
     check("Landlock" not in r.err.decode("utf-8", "replace"), "a line about a sandbox that forbids nothing of the "
           "shim's:\n%s" % r.describe())
+    top = ctx.pprof.top(d + "/run.cpu.pprof", nodecount=40)
+    check("before_sandbox" in top and "in_sandbox" in top, "the CPU before and in the sandbox should both be in "
+          "the profile:\n%s" % top)
+
+
+def test_a_sandbox_that_forbids_new_directories_keeps_no_symbol_cache_and_says_no_error(ctx):
+    """xz 5.8 forbids itself new directories but not new files: the profiles
+    are written whole, and the symbol cache, whose directory cannot be made,
+    is only not kept (on Debian 13 the stop said 'error: symbols: cannot
+    create .../.profshim-symbols: Permission denied')."""
+    r, d = _pair(ctx, "nodirs")
+    check(r.stdout_text == "sandboxed; a new file: made\n", "the sandbox forbade a new file:\n%s" % r.describe())
+    check(pprofs(d) == image_files("run"), "PROFILE_DIR holds %s\n%s" % (pprofs(d), r.describe()))
+    err = r.err.decode("utf-8", "replace")
+    check("# profshim: error" not in err and "Landlock" not in err, "the stop reported a sandbox that forbids only what "
+          "the cache needs:\n%s" % r.describe())
+    check(not os.path.exists(os.path.join(d, ".profshim-symbols")), "the cache's directory was made in the sandbox")
     top = ctx.pprof.top(d + "/run.cpu.pprof", nodecount=40)
     check("before_sandbox" in top and "in_sandbox" in top, "the CPU before and in the sandbox should both be in "
           "the profile:\n%s" % top)

@@ -2,9 +2,11 @@
  * xz 5.8 does (prctl(PR_SET_NO_NEW_PRIVS), then syscall() for the ruleset
  * and landlock_restrict_self), then burns CPU again and tries to make a
  * file in its working directory. HOW: strict (every file access of
- * Landlock's first ABI handled, no rule: nothing new may be opened) or
- * open (the ruleset handles only executing files: the stop's files stay
- * allowed). Prints what the kernel answered, so a run under the shim can be
+ * Landlock's first ABI handled, no rule: nothing new may be opened), open
+ * (the ruleset handles only executing files: the stop's files stay
+ * allowed) or nodirs (only making directories is handled, as in xz 5.8's
+ * sandbox of a file-to-file run: new files stay allowed, new directories
+ * do not). Prints what the kernel answered, so a run under the shim can be
  * compared with a plain one; "no landlock" and status 0 where the kernel
  * has none. */
 #include <errno.h>
@@ -21,6 +23,7 @@
 #define LL_RESTRICT_SELF 446
 #define LL_CREATE_RULESET_VERSION 1u
 #define LL_ACCESS_FS_EXECUTE 1ull
+#define LL_ACCESS_FS_MAKE_DIR (1ull << 7)
 #define LL_ACCESS_FS_ABI1 ((1ull << 13) - 1)
 
 struct ruleset_attr {
@@ -39,13 +42,16 @@ __attribute__((noinline)) static void before_sandbox(void) { burn(40000000); }
 __attribute__((noinline)) static void in_sandbox(void) { burn(40000000); }
 
 int main(int argc, char** argv) {
-  const int strict = argc > 1 && strcmp(argv[1], "strict") == 0;
+  const char* how = argc > 1 ? argv[1] : "open";
+  const uint64_t handled = strcmp(how, "strict") == 0   ? LL_ACCESS_FS_ABI1
+                           : strcmp(how, "nodirs") == 0 ? LL_ACCESS_FS_MAKE_DIR
+                                                        : LL_ACCESS_FS_EXECUTE;
   if (syscall(LL_CREATE_RULESET, NULL, 0, LL_CREATE_RULESET_VERSION) < 0) {
     printf("no landlock (%s)\n", strerror(errno));
     return 0;
   }
   before_sandbox();
-  struct ruleset_attr attr = {strict ? LL_ACCESS_FS_ABI1 : LL_ACCESS_FS_EXECUTE};
+  struct ruleset_attr attr = {handled};
   const int fd = (int)syscall(LL_CREATE_RULESET, &attr, sizeof attr, 0);
   if (fd < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || syscall(LL_RESTRICT_SELF, fd, 0) != 0) {
     printf("sandbox failed (%s)\n", strerror(errno));
