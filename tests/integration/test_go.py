@@ -111,6 +111,12 @@ _HASH_BLOCK = ("crypto/sha256.block", "crypto/internal/fips140/sha256.block")
 _HASH_WRITE = ("crypto/sha256.(*digest).Write", "crypto/internal/fips140/sha256.(*Digest).Write")
 
 
+# The hashing's share of the CPU depends on the processor: with SHA-NI (Go 1.24
+# on Debian 13 picks it) it was 16-18% of the run, without it above 30%. A walk
+# that loses the goroutines' stacks leaves it near zero.
+_HASH_SHARE = 0.1
+
+
 def _cum_any(prof, names, kind):
     return max(prof.cum(n, kind) for n in names)
 
@@ -178,7 +184,7 @@ def test_go_program_that_returns_from_main(ctx):
         cpu_through, ending = _through(prof, "runtime.systemstack", "runtime.goexit")
         switched[0] += cpu_through
         switched[1] += ending
-        check(_cum_any(prof, _HASH_WRITE, "cpu") > 0.2 * cpu,
+        check(_cum_any(prof, _HASH_WRITE, "cpu") > _HASH_SHARE * cpu,
               "%s: the hashing has no caller in the profile\n%s" % (what, prof.cum_table("cpu")))
         heap = ctx.read(os.path.join(d, "run.heap.pprof"), r)
         check(heap.total("inuse_space") >= 64 << 20, "%s: the heap profile holds %d bytes in use, not the 64 MiB\n%s" % (
@@ -225,7 +231,7 @@ def test_cgo_go_program_with_busy_goroutines(ctx):
         cpu = prof.total("cpu")
         check(cpu >= 0.9 * _own_cpu_ns(r, what), "%s: the profile holds %.2f s of CPU\n%s" % (
             what, cpu / 1e9, prof.cum_table("cpu")))
-        check(_cum_any(prof, _HASH_BLOCK, "cpu") > 0.2 * cpu, "%s: the hashing is not in the profile\n%s" % (
+        check(_cum_any(prof, _HASH_BLOCK, "cpu") > _HASH_SHARE * cpu, "%s: the hashing is not in the profile\n%s" % (
             what, prof.cum_table("cpu")))
 
 
