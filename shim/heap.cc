@@ -95,22 +95,45 @@ void reset_counts(uint64_t seed) {
   // A fork child inherits its parent's countdown to the next sample and
   // the generator that draws the next ones: every child of a server would
   // sample the same allocations, all or none of them (200 children of 8
-  // blocks each: none). Allocating a seeded amount, up to 8 mean periods,
-  // with sampling off moves each child to a point of its own in that
-  // sequence. At most 64 malloc/free pairs, whatever the period (a period
-  // of 2^36 bytes in 64 KiB steps took seconds per fork): the step grows
-  // with it, up to 4 MiB (untouched memory: no page is faulted in).
+  // blocks each: none). Moving each child's countdown by a seeded amount
+  // is not enough: the children then walk one sequence of draws, a few
+  // draws apart, and their samples still rise and fall together (200
+  // children of 8 blocks of 64 KiB: 54 to 163 MB against the 105 MB they
+  // allocated, run to run; 79 to 129 MB with 48 draws below, 81 to 117 MB
+  // with 256, each child's count of samples then as independent draws
+  // give). So each child first spends a seeded number of draws, up to 255:
+  // jemalloc draws once per allocation that ends the countdown, whatever
+  // it spans past it, and a block of 8 mean periods fails to end it once
+  // in e^8. Then it moves by a seeded amount within a period. All with
+  // sampling off, in at most 255 + 64 malloc/free pairs of untouched
+  // memory (no page is faulted in; 500 forks took no longer for them); above a period of 512 KiB a
+  // block of 8 periods would pass 4 MiB, and only the countdown is moved,
+  // over 8 periods, in steps up to 4 MiB (a period of 2^36 bytes in 64 KiB
+  // steps took seconds per fork).
+  constexpr uint64_t kMaxStep = 4 << 20;
   uint64_t x = seed * 0x9e3779b97f4a7c15ull;
   x ^= x >> 29;
-  const uint64_t span = lg < 40 ? uint64_t(8) << lg : uint64_t(8) << 40;
-  size_t chunk = size_t(span / 64);
+  uint64_t y = (x ^ 0x2545f4914f6cdd1dull) * 0xbf58476d1ce4e5b9ull;
+  y ^= y >> 31;
+  const uint64_t period = lg < 40 ? uint64_t(1) << lg : uint64_t(1) << 40;
+  const bool draws = period * 8 <= kMaxStep;
+  if (draws) {
+    for (uint64_t n = x % 256; n > 0; n--) {
+      void* p = malloc(size_t(period * 8));
+      if (!p) break;
+      __asm__ volatile("" : : "r"(p) : "memory");  // keep the allocation
+      free(p);
+    }
+  }
+  const uint64_t span = draws ? period : period * 8;
+  uint64_t chunk = span / 64;
   if (chunk < (64 << 10)) chunk = 64 << 10;
-  if (chunk > (4 << 20)) chunk = 4 << 20;
-  const uint64_t skip = x % (uint64_t(chunk) * 64 < span ? uint64_t(chunk) * 64 : span);
+  if (chunk > kMaxStep) chunk = kMaxStep;
+  const uint64_t skip = y % (chunk * 64 < span ? chunk * 64 : span);
   for (uint64_t done = 0; done < skip; done += chunk) {
-    void* p = malloc(chunk);
+    void* p = malloc(size_t(chunk));
     if (!p) break;
-    __asm__ volatile("" : : "r"(p) : "memory");  // keep the allocation
+    __asm__ volatile("" : : "r"(p) : "memory");
     free(p);
   }
   set_thread_active(was);

@@ -18,7 +18,7 @@ bool available(std::string* err);
 bool start(unsigned lg_sample, std::string* err);
 // prof.reset at the current rate: the counts start again from now (a fork
 // child that hands its heap over counts its own allocations only, forks.h),
-// and the countdown to the next sample moves by an amount drawn from seed
+// and the sampler's draws and countdown move by amounts drawn from seed
 // (the child's pid: siblings do not sample in step).
 void reset_counts(uint64_t seed);
 // Whether start() succeeded in this process (a fork child inherits it).
