@@ -8,7 +8,7 @@ it, and its mask queries answer as without the shim.
 import os
 import shutil
 
-from common import check
+from common import Skip, check
 from sig_helpers import both, both_same, masked_threads_sampled, same_as_plain
 from st_helpers import prof_env, run
 
@@ -29,6 +29,9 @@ def test_signal_thread_program_is_sampled_and_gets_its_signal(ctx):
 
 def test_threads_started_with_attr_sigmask_are_sampled(ctx):
     """pthread_attr_setsigmask_np(full set)."""
+    plain = run(ctx, ["sig_habits", "attrmask"], env=ctx.env(preload=False))
+    if plain.stdout_text.startswith("no pthread_attr_setsigmask_np"):
+        raise Skip(plain.stdout_text.strip())
     masked_threads_sampled(ctx, "attrmask", ["attr-0", "attr-1"])
 
 

@@ -5,6 +5,8 @@
  * complement, which jemalloc never does; glibc's mallinfo2().arena is its
  * main heap (132 KiB here), jemalloc's mapped extents are MiBs. */
 #include <malloc.h>
+
+#include "mallinfo2_compat.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

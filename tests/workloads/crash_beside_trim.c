@@ -3,6 +3,8 @@
  * while main faults. The stop must see that the thread is inside the
  * allocator (argv[1]: trim or info). */
 #include <malloc.h>
+
+#include "mallinfo2_compat.h"
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>

@@ -10,6 +10,8 @@
 //   trim rss_freed=N rss_trimmed=N rc=R    (RSS bytes after the free, after malloc_trim(0))
 // malloc_info's XML goes to ./malloc_info.xml, malloc_stats to stderr.
 #include <malloc.h>
+
+#include "mallinfo2_compat.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

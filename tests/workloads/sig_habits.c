@@ -259,10 +259,14 @@ int main(int argc, char** argv) {
     kill(getpid(), SIGUSR1);
     pthread_join(st, NULL);
   } else if (!strcmp(mode, "attrmask")) {
+#if __GLIBC_PREREQ(2, 32)
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setsigmask_np(&attr, &all);
     two_workers("attr-0", "attr-1", &attr);
+#else
+    printf("no pthread_attr_setsigmask_np before glibc 2.32\n");
+#endif
   } else if (!strcmp(mode, "later")) {
     two_workers("later-0", "later-1", NULL);
   } else if (!strcmp(mode, "sigwait_alarm")) {
