@@ -362,6 +362,7 @@ bool module_frames(Dwfl_Module* mod, ModInfo* mi, uint64_t pc, const std::vector
   Dwarf_Die cu;
   std::vector<Dwarf_Die> chain;
   const bool have_cu = find_cu(mod, &mi->dwarf, pc, &cu);
+  if (have_cu) mi->dwarf.walk.enter_unit(cu.addr);
   const Dwarf_Addr dpc = pc - mi->dwarf.bias;
   if (have_cu)
     if (const PcRange* fn = find_range(cu_functions(&mi->dwarf, &cu), dpc)) inline_chain(fn->die, dpc, &chain);

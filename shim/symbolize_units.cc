@@ -146,6 +146,20 @@ void UnitWalk::begin(Dwarf* dwarf) {
     base = static_cast<const unsigned char*>(d->d_buf);
     size = d->d_size;
   }
+  size_t n = 0;
+  char* raw = dw().elf_rawfile(elf, &n);
+  if (raw && n && droppable(raw, n)) file = raw, file_size = n;
+}
+
+void UnitWalk::enter_unit(const void* unit) {
+  if (unit == last_unit) return;
+  const bool moved = last_unit != nullptr;
+  last_unit = unit;
+  if (!moved || !file) return;
+  const long page = sysconf(_SC_PAGESIZE);
+  const uintptr_t a = (reinterpret_cast<uintptr_t>(file) + page - 1) & ~(page - 1);
+  const uintptr_t b = (reinterpret_cast<uintptr_t>(file) + file_size) & ~(page - 1);
+  if (b > a && only_file_pages(a, b, page)) madvise(reinterpret_cast<void*>(a), b - a, MADV_DONTNEED);
 }
 
 void UnitWalk::drop(uint64_t from, uint64_t to) {
