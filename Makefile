@@ -185,9 +185,11 @@ $(BUILD)/tests/unit/%: tests/unit/%.cc $(CORE_OBJS) | $(BUILD)/.deps-ok
 WORKLOAD_SRCS := $(wildcard tests/workloads/*.c tests/workloads/*.cc)
 WORKLOAD_BINS := $(patsubst tests/workloads/%,$(BUILD)/workloads/%,$(basename $(WORKLOAD_SRCS)))
 
+# -lrt: glibc 2.31 (Debian 11) keeps timer_create in librt; as needed, so
+# that on 2.34 and later (librt an empty stub) no workload loads it.
 $(BUILD)/workloads/%: tests/workloads/%.c | $(BUILD)/.deps-ok
 	@mkdir -p $(dir $@)
-	$(CC) -O1 -g -fno-omit-frame-pointer -fno-inline -pthread -o $@ $< -ldl
+	$(CC) -O1 -g -fno-omit-frame-pointer -fno-inline -pthread -o $@ $< -ldl -Wl,--push-state,--as-needed -lrt -Wl,--pop-state
 
 # je_*: programs built for jemalloc, linked with Debian's libjemalloc.so.2
 # as such programs are (redis-server, bind9's libisc).
@@ -202,7 +204,7 @@ $(BUILD)/workloads/tc_%: tests/workloads/tc_%.c | $(BUILD)/.deps-ok
 
 $(BUILD)/workloads/%: tests/workloads/%.cc | $(BUILD)/.deps-ok
 	@mkdir -p $(dir $@)
-	$(CXX) -O1 -g -fno-omit-frame-pointer -fno-inline -pthread -o $@ $< -ldl
+	$(CXX) -O1 -g -fno-omit-frame-pointer -fno-inline -pthread -o $@ $< -ldl -Wl,--push-state,--as-needed -lrt -Wl,--pop-state
 
 # Inlining is what sym_cxx_names is about: -O2, not the pattern's -fno-inline.
 $(BUILD)/workloads/sym_cxx_names: tests/workloads/sym_cxx_names.cc | $(BUILD)/.deps-ok
