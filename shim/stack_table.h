@@ -89,11 +89,12 @@ class Table {
   void publish(uint32_t idx);
   Stack stack_of(const Entry& e, uint64_t order) const;
 
-  Entry* entries_;
+  Entry* entries_;   // in the order taken
+  uint32_t* slots_;  // by hash: 0, kClaimed, or an entry's index + 1
   uint64_t* arena_;
   Name* names_;   // by serial
   uint32_t* log_;  // entry index + 1, in the order entries were published
-  std::atomic<uint64_t> arena_used_, log_used_;
+  std::atomic<uint64_t> arena_used_, log_used_, entries_used_;
   std::atomic<uint64_t> dropped_, dropped_weight_;
   std::atomic<uint32_t> renames_;  // serials taken for a new name (serial_now)
   bool wiped_;  // every mapping is zeroed in a fork child (MADV_WIPEONFORK)
