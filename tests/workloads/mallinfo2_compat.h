@@ -17,5 +17,5 @@ static inline struct mallinfo2 mallinfo2_from_mallinfo(void) {
                         (unsigned)m.fordblks, (unsigned)m.keepcost};
   return r;
 }
-#define mallinfo2 mallinfo2_from_mallinfo
+#define mallinfo2() mallinfo2_from_mallinfo()
 #endif
