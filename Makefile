@@ -202,14 +202,17 @@ $(BUILD)/workloads/tc_%: tests/workloads/tc_%.c | $(BUILD)/.deps-ok
 	@mkdir -p $(dir $@)
 	$(CC) -O1 -g -fno-omit-frame-pointer -fno-inline -pthread -o $@ $< -ltcmalloc
 
+# C++17 spelled out: GCC 10 (Debian 11) defaults to C++14, without
+# std::align_val_t; GCC 12 and later default to this.
+WL_CXXSTD := -std=gnu++17
 $(BUILD)/workloads/%: tests/workloads/%.cc | $(BUILD)/.deps-ok
 	@mkdir -p $(dir $@)
-	$(CXX) -O1 -g -fno-omit-frame-pointer -fno-inline -pthread -o $@ $< -ldl -Wl,--push-state,--as-needed -lrt -Wl,--pop-state
+	$(CXX) $(WL_CXXSTD) -O1 -g -fno-omit-frame-pointer -fno-inline -pthread -o $@ $< -ldl -Wl,--push-state,--as-needed -lrt -Wl,--pop-state
 
 # Inlining is what sym_cxx_names is about: -O2, not the pattern's -fno-inline.
 $(BUILD)/workloads/sym_cxx_names: tests/workloads/sym_cxx_names.cc | $(BUILD)/.deps-ok
 	@mkdir -p $(dir $@)
-	$(CXX) -O2 -g -fno-omit-frame-pointer -pthread -o $@ $<
+	$(CXX) $(WL_CXXSTD) -O2 -g -fno-omit-frame-pointer -pthread -o $@ $<
 
 # A program that unwinds itself with libunwind (the sampler must share no
 # lock with it).
