@@ -101,22 +101,36 @@ void reset_counts(uint64_t seed) {
   // children of 8 blocks of 64 KiB: 54 to 163 MB against the 105 MB they
   // allocated, run to run; 79 to 129 MB with 48 draws below, 81 to 117 MB
   // with 256, each child's count of samples then as independent draws
-  // give). So each child first spends a seeded number of draws, up to 255:
+  // give). So each child first spends a seeded number of draws, 0 to 255:
   // jemalloc draws once per allocation that ends the countdown, whatever
   // it spans past it, and a block of 8 mean periods fails to end it once
   // in e^8. Then it moves by a seeded amount within a period. All with
   // sampling off, in at most 255 + 64 malloc/free pairs of untouched
-  // memory (no page is faulted in; 500 forks took no longer for them); above a period of 512 KiB a
-  // block of 8 periods would pass 4 MiB, and only the countdown is moved,
-  // over 8 periods, in steps up to 4 MiB (a period of 2^36 bytes in 64 KiB
-  // steps took seconds per fork).
+  // memory (no page is faulted in; 500 forks took no longer for them).
+  // Above a period of 512 KiB a block of 8 periods would pass 4 MiB, and
+  // only the countdown is moved, over 8 periods, in steps up to 4 MiB (a
+  // period of 2^36 bytes in 64 KiB steps took seconds per fork).
   constexpr uint64_t kMaxStep = 4 << 20;
-  uint64_t x = seed * 0x9e3779b97f4a7c15ull;
-  x ^= x >> 29;
+  const int saved = errno;  // (a malloc refused here is nobody's business)
+  // The draws' count is the seed times an odd number, mod 256: a bijection,
+  // so 256 consecutive pids (a server's children) each spend a count of
+  // their own.
+  const uint64_t x = seed * 0x9e3779b97f4a7c15ull;
   uint64_t y = (x ^ 0x2545f4914f6cdd1dull) * 0xbf58476d1ce4e5b9ull;
   y ^= y >> 31;
   const uint64_t period = lg < 40 ? uint64_t(1) << lg : uint64_t(1) << 40;
-  const bool draws = period * 8 <= kMaxStep;
+  // Blocks of 8 periods only where jemalloc leaves them untouched and
+  // unfailing: its junk filling (MALLOC_CONF junk) would write each one,
+  // and xmalloc would end the process where one is refused.
+  bool xmalloc = false;
+  const char* junk = nullptr;
+  size_t bsz = sizeof xmalloc, jsz = sizeof junk;
+  // (Either option absent: a jemalloc built without it, as Debian's is
+  // without xmalloc.)
+  const bool fails_hard = mallctl("opt.xmalloc", &xmalloc, &bsz, nullptr, 0) == 0 && xmalloc;
+  const bool fills = mallctl("opt.junk", &junk, &jsz, nullptr, 0) == 0 && junk && strcmp(junk, "false") != 0;
+  const bool plain = !fails_hard && !fills;
+  const bool draws = plain && period * 8 <= kMaxStep;
   if (draws) {
     for (uint64_t n = x % 256; n > 0; n--) {
       void* p = malloc(size_t(period * 8));
@@ -127,7 +141,7 @@ void reset_counts(uint64_t seed) {
   }
   const uint64_t span = draws ? period : period * 8;
   uint64_t chunk = span / 64;
-  if (chunk < (64 << 10)) chunk = 64 << 10;
+  if (chunk < (draws ? 1024 : 64 << 10)) chunk = draws ? 1024 : 64 << 10;
   if (chunk > kMaxStep) chunk = kMaxStep;
   const uint64_t skip = y % (chunk * 64 < span ? chunk * 64 : span);
   for (uint64_t done = 0; done < skip; done += chunk) {
@@ -136,6 +150,7 @@ void reset_counts(uint64_t seed) {
     __asm__ volatile("" : : "r"(p) : "memory");
     free(p);
   }
+  errno = saved;
   set_thread_active(was);
 }
 

@@ -29,8 +29,9 @@ bool denied(const char* path, int flags) {
 }  // namespace
 
 void after_restrict_self() {
-  symbolize::cache::note_sandboxed();
+  // (A vfork child shares the parent's memory, not its domain.)
   if (!lifecycle::profiling() || lifecycle::in_vfork_child()) return;
+  symbolize::cache::note_sandboxed();
   const int saved = errno;
   // The stop reads its own maps and makes new files in PROFILE_DIR: the
   // probe is a file of its own name there, removed at once.

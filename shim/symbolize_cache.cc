@@ -223,7 +223,11 @@ const std::string& Store::dir(bool create) {
     tried_ = true;
     error_ = prepare_dir(profile_dir_, false, &dir_);
   }
-  if (create && dir_.empty() && error_.empty()) error_ = prepare_dir(profile_dir_, true, &dir_);
+  // Made once at most: a directory the program's sandbox refused stays so.
+  if (create && dir_.empty() && error_.empty() && !made_) {
+    made_ = true;
+    error_ = prepare_dir(profile_dir_, true, &dir_);
+  }
   return dir_;
 }
 

@@ -154,6 +154,7 @@ class Store {
   };
   std::string profile_dir_, dir_, error_;
   bool tried_ = false;
+  bool made_ = false;  // dir(true) tried to make it
   std::vector<Module> mods_;
   CacheStats stats_;
 };

@@ -106,10 +106,13 @@ bool read_aranges(Elf* elf, std::vector<UnitRange>* out, std::vector<uint64_t>* 
 // (libdwfl's, ELF_C_READ_MMAP_PRIVATE): there a page not written to is the
 // page cache's, and comes back as it was. Never from the heap, where libelf
 // puts a section it read or inflated.
-bool droppable(const void* p, size_t n) {
+bool droppable(const void* p, size_t n, bool* writable = nullptr) {
   const uint64_t a = reinterpret_cast<uintptr_t>(p);
   for (const procmaps::Line& l : procmaps::parse(sys::read_file(sys::proc_thread_self("maps").c_str())))
-    if (a >= l.start && a < l.end) return a + n <= l.end && l.is_file() && l.perms[3] == 'p';
+    if (a >= l.start && a < l.end) {
+      if (writable) *writable = l.perms[1] == 'w';
+      return a + n <= l.end && l.is_file() && l.perms[3] == 'p';
+    }
   return false;
 }
 
@@ -146,20 +149,25 @@ void UnitWalk::begin(Dwarf* dwarf) {
     base = static_cast<const unsigned char*>(d->d_buf);
     size = d->d_size;
   }
-  size_t n = 0;
-  char* raw = dw().elf_rawfile(elf, &n);
-  if (raw && n && droppable(raw, n)) file = raw, file_size = n;
-}
-
-void UnitWalk::enter_unit(const void* unit) {
-  if (unit == last_unit) return;
-  const bool moved = last_unit != nullptr;
-  last_unit = unit;
-  if (!moved || !file) return;
-  const long page = sysconf(_SC_PAGESIZE);
-  const uintptr_t a = (reinterpret_cast<uintptr_t>(file) + page - 1) & ~(page - 1);
-  const uintptr_t b = (reinterpret_cast<uintptr_t>(file) + file_size) & ~(page - 1);
-  if (b > a && only_file_pages(a, b, page)) madvise(reinterpret_cast<void*>(a), b - a, MADV_DONTNEED);
+  // The span of the debug sections in the file's mapping (libelf maps the
+  // whole file: a section's data is the mapping's base plus its offset).
+  size_t shstrndx;
+  if (!base || dw().elf_getshdrstrndx(elf, &shstrndx) != 0) return;
+  Elf_Scn* info = nullptr;
+  uint64_t lo = UINT64_MAX, hi = 0, info_off = 0;
+  for (Elf_Scn* scn = dw().elf_nextscn(elf, nullptr); scn; scn = dw().elf_nextscn(elf, scn)) {
+    GElf_Shdr sh;
+    if (!dw().gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || (sh.sh_flags & SHF_COMPRESSED)) continue;
+    const char* name = dw().elf_strptr(elf, shstrndx, sh.sh_name);
+    if (!name || std::strncmp(name, ".debug_", 7) != 0) continue;
+    if (std::strcmp(name, ".debug_info") == 0) info = scn, info_off = sh.sh_offset;
+    lo = std::min<uint64_t>(lo, sh.sh_offset);
+    hi = std::max<uint64_t>(hi, sh.sh_offset + sh.sh_size);
+  }
+  if (!info || hi <= lo || info_off < lo) return;
+  const unsigned char* from = base - (info_off - lo);
+  bool writable = true;
+  if (droppable(from, hi - lo, &writable)) span = from, span_size = hi - lo, span_checked = writable;
 }
 
 void UnitWalk::drop(uint64_t from, uint64_t to) {
@@ -168,6 +176,17 @@ void UnitWalk::drop(uint64_t from, uint64_t to) {
   const uintptr_t a = (reinterpret_cast<uintptr_t>(base) + from) & ~(page - 1);
   const uintptr_t b = (reinterpret_cast<uintptr_t>(base) + std::min<uint64_t>(to, size)) & ~(page - 1);
   if (b > a && only_file_pages(a, b, page)) madvise(reinterpret_cast<void*>(a), b - a, MADV_DONTNEED);
+}
+
+void UnitWalk::enter_unit(const void* unit) {
+  if (unit == last_unit) return;
+  last_unit = unit;
+  if (!span || ++units_left % kUnitsPerDrop != 0) return;
+  const long page = sysconf(_SC_PAGESIZE);
+  const uintptr_t a = (reinterpret_cast<uintptr_t>(span) + page - 1) & ~(page - 1);
+  const uintptr_t b = (reinterpret_cast<uintptr_t>(span) + span_size) & ~(page - 1);
+  // A mapping no one can write to holds only the file's pages.
+  if (b > a && (!span_checked || only_file_pages(a, b, page))) madvise(reinterpret_cast<void*>(a), b - a, MADV_DONTNEED);
 }
 
 bool UnitWalk::unit_die(uint64_t cu_off, Dwarf_Die* cu) {
