@@ -1,6 +1,8 @@
 // symbolize_rust: see symbolize_rust.h.
 #include "symbolize_rust.h"
 
+#include <string>
+
 // Last: libiberty.h, which demangle.h includes, defines basename away.
 #include <libiberty/demangle.h>
 
@@ -38,9 +40,25 @@ bool rust_name(const char* sym, std::string* out) {
   // The callback form writes straight into the name; a name that fails
   // half-way has already passed its first part on, and is not used.
   // Without DMGL_VERBOSE: no hashes, no disambiguators.
+  // LLVM's suffixes (".llvm.1075...", ".cold") are not the name's; the
+  // libiberty of binutils 2.35 (Debian 11) rejects a name that has one, a
+  // newer one leaves it out: cut here, so both read it alike. A v0 name
+  // has no '.' of its own; a legacy one may (".." in a path inside <>),
+  // but never after its closing "17h<16 hex digits>E".
+  std::string whole(sym);
+  size_t cut = std::string::npos;
+  if (sym[1] == 'R') {
+    cut = whole.find('.');
+  } else {
+    for (size_t e = whole.find("E."); e != std::string::npos; e = whole.find("E.", e + 1))
+      if (e >= 19 && whole.compare(e - 19, 3, "17h") == 0 &&
+          whole.find_first_not_of("0123456789abcdef", e - 16) == e)
+        cut = e + 1;
+  }
+  if (cut != std::string::npos) whole.resize(cut);
   Out o;
   if (__builtin_setjmp(o.escape) != 0) return false;  // too long: the raw symbol stays
-  if (!rust_demangle_callback(sym, 0, append, &o) || o.name.empty()) return false;
+  if (!rust_demangle_callback(whole.c_str(), 0, append, &o) || o.name.empty()) return false;
   *out = std::move(o.name);
   return true;
 }
