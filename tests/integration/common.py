@@ -43,6 +43,12 @@ _kinds = _cli_module("kinds")
 KINDS = list(_kinds.NAMES)
 
 
+def is_libc(path):
+    """glibc's libc: libc.so.6, or libc-2.NN.so before glibc 2.34 (Debian 11)."""
+    base = os.path.basename(path)
+    return base.startswith("libc.so") or re.match(r"libc-2\.\d+\.so$", base) is not None
+
+
 def image_files(stem="run"):
     """The files of an image's stop, STEM.KIND.pprof for every kind, sorted
     as pprofs() and files_in() list them."""

@@ -7,7 +7,7 @@ import re
 import shutil
 import subprocess
 
-from common import CPU_TYPES, HEAP_TYPES, check, indent, pprof_env
+from common import CPU_TYPES, HEAP_TYPES, check, indent, is_libc, pprof_env
 
 
 def _gzip_magic(path):
@@ -109,7 +109,7 @@ def test_mappings_have_path_and_build_id(ctx):
     hot = [loc for loc in prof.locations.values() if any(f.name == "hot_a" for f in loc.frames)]
     check(hot and all(loc.mapping in [m.id for m in mine] for loc in hot),
           "hot_a's locations are not attached to the executable's mapping")
-    libc = [m for m in prof.mappings if "libc.so" in os.path.basename(m.file)]
+    libc = [m for m in prof.mappings if is_libc(m.file)]
     check(libc and all(m.build_id for m in libc), "libc's mapping is missing or has no build ID:\n%s" % indent(maps))
 
 

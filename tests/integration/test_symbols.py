@@ -11,7 +11,7 @@ import re
 import shutil
 import subprocess
 
-from common import check, fail, indent
+from common import check, fail, indent, is_libc
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOADS = os.path.join(os.path.dirname(HERE), "workloads")
@@ -437,7 +437,7 @@ def test_libc_frames_have_file_and_line(ctx):
     separate debug file found by build ID (Debian's libc6-dbg)."""
     r, d = ctx.profile(["sym_libc", "0.6"])
     prof = ctx.read(_cpu_file(d), r)
-    libc = [m for m in prof.mappings if os.path.basename(m.file).startswith("libc.so")]
+    libc = [m for m in prof.mappings if is_libc(m.file)]
     check(libc, "no libc mapping in the profile:\n%s" % indent(_mappings_text(prof)))
     bid = libc[0].build_id
     debug = "/usr/lib/debug/.build-id/%s/%s.debug" % (bid[:2], bid[2:])
