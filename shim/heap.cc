@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 
 #include "alloc_choice.h"
@@ -140,9 +141,8 @@ void reset_counts(uint64_t seed) {
     }
   }
   const uint64_t span = draws ? period : period * 8;
-  uint64_t chunk = span / 64;
-  if (chunk < (draws ? 1024 : 64 << 10)) chunk = draws ? 1024 : 64 << 10;
-  if (chunk > kMaxStep) chunk = kMaxStep;
+  const uint64_t smallest = draws ? 1024 : 64 << 10;
+  const uint64_t chunk = std::min(std::max(span / 64, smallest), kMaxStep);
   const uint64_t skip = y % (chunk * 64 < span ? chunk * 64 : span);
   for (uint64_t done = 0; done < skip; done += chunk) {
     void* p = malloc(size_t(chunk));

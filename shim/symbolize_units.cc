@@ -136,6 +136,13 @@ bool only_file_pages(uintptr_t from, uintptr_t to, long page) {
   return ok;
 }
 
+// Drops the pages of [a, b) (page-aligned), after checking them where the
+// mapping can be written (a mapping no one can write to holds only the
+// file's pages).
+void drop_pages(uintptr_t a, uintptr_t b, long page, bool check) {
+  if (b > a && (!check || only_file_pages(a, b, page))) madvise(reinterpret_cast<void*>(a), b - a, MADV_DONTNEED);
+}
+
 }  // namespace
 
 void UnitWalk::begin(Dwarf* dwarf) {
@@ -153,18 +160,18 @@ void UnitWalk::begin(Dwarf* dwarf) {
   // whole file: a section's data is the mapping's base plus its offset).
   size_t shstrndx;
   if (!base || dw().elf_getshdrstrndx(elf, &shstrndx) != 0) return;
-  Elf_Scn* info = nullptr;
+  bool has_info = false;
   uint64_t lo = UINT64_MAX, hi = 0, info_off = 0;
   for (Elf_Scn* scn = dw().elf_nextscn(elf, nullptr); scn; scn = dw().elf_nextscn(elf, scn)) {
     GElf_Shdr sh;
     if (!dw().gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || (sh.sh_flags & SHF_COMPRESSED)) continue;
     const char* name = dw().elf_strptr(elf, shstrndx, sh.sh_name);
     if (!name || std::strncmp(name, ".debug_", 7) != 0) continue;
-    if (std::strcmp(name, ".debug_info") == 0) info = scn, info_off = sh.sh_offset;
+    if (std::strcmp(name, ".debug_info") == 0) has_info = true, info_off = sh.sh_offset;
     lo = std::min<uint64_t>(lo, sh.sh_offset);
     hi = std::max<uint64_t>(hi, sh.sh_offset + sh.sh_size);
   }
-  if (!info || hi <= lo || info_off < lo) return;
+  if (!has_info || hi <= lo || info_off < lo) return;
   const unsigned char* from = base - (info_off - lo);
   bool writable = true;
   if (droppable(from, hi - lo, &writable)) span = from, span_size = hi - lo, span_checked = writable;
@@ -175,7 +182,7 @@ void UnitWalk::drop(uint64_t from, uint64_t to) {
   const long page = sysconf(_SC_PAGESIZE);
   const uintptr_t a = (reinterpret_cast<uintptr_t>(base) + from) & ~(page - 1);
   const uintptr_t b = (reinterpret_cast<uintptr_t>(base) + std::min<uint64_t>(to, size)) & ~(page - 1);
-  if (b > a && only_file_pages(a, b, page)) madvise(reinterpret_cast<void*>(a), b - a, MADV_DONTNEED);
+  drop_pages(a, b, page, true);
 }
 
 void UnitWalk::enter_unit(const void* unit) {
@@ -185,8 +192,7 @@ void UnitWalk::enter_unit(const void* unit) {
   const long page = sysconf(_SC_PAGESIZE);
   const uintptr_t a = (reinterpret_cast<uintptr_t>(span) + page - 1) & ~(page - 1);
   const uintptr_t b = (reinterpret_cast<uintptr_t>(span) + span_size) & ~(page - 1);
-  // A mapping no one can write to holds only the file's pages.
-  if (b > a && (!span_checked || only_file_pages(a, b, page))) madvise(reinterpret_cast<void*>(a), b - a, MADV_DONTNEED);
+  drop_pages(a, b, page, span_checked);
 }
 
 bool UnitWalk::unit_die(uint64_t cu_off, Dwarf_Die* cu) {
