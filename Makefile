@@ -52,7 +52,8 @@ SHIM_OBJS := $(patsubst shim/%.cc,$(BUILD)/shim/%.o,$(SHIM_SRCS))
 # -z now: every symbol the shim's signal handlers reach is bound at load,
 # never lazily inside a handler (the lazy resolver saves the whole vector
 # state on whatever stack the handler runs on).
-# --wrap=_Unwind_Find_FDE: the shim's walks end where a frame has no unwind
+# --wrap=_Unwind_Find_FDE: the lookup is the shim's, lock-free (shim/fde_lookup.h),
+# and the shim's walks end where a frame has no unwind
 # information, before that copy of the unwinder reads code at a wild address
 # (shim/stackwalk_guard.h).
 # glibc 2.31 (Debian 11) and newer from one build: every function that would
@@ -173,7 +174,7 @@ UNIT_BINS := $(patsubst tests/unit/%.cc,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
 # unloaded libraries it reads (unload_records.o; the dlclose work that fills
 # it, unload.o, asks the engines and is the shim's alone), the stack table
 # and a fatal signal's verdict.
-CORE_OBJS := $(addprefix $(BUILD)/shim/,atomic_file.o config.o exp_log.o fatal_state.o fsroot.o glibc_compat.o gzip.o heap_dump.o identity.o pb.o pprof.o \
+CORE_OBJS := $(addprefix $(BUILD)/shim/,atomic_file.o config.o exp_log.o fatal_state.o fde_lookup.o fsroot.o glibc_compat.o glibc_compat_objects.o gzip.o heap_dump.o identity.o pb.o pprof.o \
                go_unwind.o procmaps.o real.o seccomp_bpf.o stack_table.o summary.o sys.o unload_records.o unnamed.o) \
              $(filter $(BUILD)/shim/symbolize%,$(SHIM_OBJS))
 

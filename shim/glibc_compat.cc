@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "real.h"
+#include "sys.h"
 
 // --- functions bound to their old version ----------------------------------
 // glibc 2.34 moved libpthread's, libdl's and librt's functions into libc and
@@ -145,20 +146,13 @@ namespace glibc_compat {
 namespace {
 
 using SetSigmask = int (*)(pthread_attr_t*, const sigset_t*);
-using FindObject = int (*)(void*, void*);
 SetSigmask g_setsigmask;  // 2.32
-FindObject g_find_object;  // 2.35
-// init() ran. Before it (jemalloc's boot walks a stack in the first malloc)
-// no handler of the shim's can run, and each lookup makes the table first.
-int g_inited;
 
 }  // namespace
 
 void init() {
   g_setsigmask = reinterpret_cast<SetSigmask>(dlsym(RTLD_DEFAULT, "pthread_attr_setsigmask_np"));
-  g_find_object = reinterpret_cast<FindObject>(dlsym(RTLD_DEFAULT, "_dl_find_object"));
-  refresh_objects();
-  __atomic_store_n(&g_inited, 1, __ATOMIC_RELEASE);
+  objects_init();
 }
 
 int create_masked(CreateFn create, pthread_t* t, pthread_attr_t* attr, const sigset_t* mask,
@@ -173,110 +167,5 @@ int create_masked(CreateFn create, pthread_t* t, pthread_attr_t* attr, const sig
   return rc;
 }
 
-
-namespace {
-
-// Before 2.35 the stack walks read a table of the loaded objects, never the
-// loader's list: dl_iterate_phdr takes the loader's lock, and a sampling
-// signal that lands while the program's own thread holds it (every C++
-// throw of GCC 10's libgcc, every dlopen) would wait on itself for ever. The
-// table is made outside any handler (setup, after each dlopen and dlclose)
-// and published under a sequence count; a walk that meets it mid-update, or
-// a pc in no object it holds (one loaded since without dlopen: glibc's own
-// NSS modules), ends there, as at a frame with no unwind information.
-struct Obj {
-  uintptr_t lo, hi, eh;
-  struct link_map* lm;
-};
-constexpr int kObjs = 1024;
-Obj g_objs[kObjs];
-int g_nobjs;
-unsigned g_seq;        // odd while the table is rewritten
-int g_refreshing;      // one refresher at a time
-int g_stale;           // objects may have come or gone since the table was made
-Obj g_scratch[kObjs];  // (under g_refreshing)
-int g_nscratch;
-
-int add_obj(struct dl_phdr_info* info, size_t, void*) {
-  if (g_nscratch >= kObjs) return 1;
-  uintptr_t lo = UINTPTR_MAX, hi = 0, eh = 0, dyn = 0;
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-    const uintptr_t start = info->dlpi_addr + ph.p_vaddr;
-    if (ph.p_type == PT_LOAD) {
-      if (start < lo) lo = start;
-      if (start + ph.p_memsz > hi) hi = start + ph.p_memsz;
-    } else if (ph.p_type == PT_GNU_EH_FRAME) {
-      eh = start;
-    } else if (ph.p_type == PT_DYNAMIC) {
-      dyn = start;
-    }
-  }
-  if (lo >= hi) return 0;
-  Obj o{lo, hi, eh, nullptr};
-  for (struct link_map* m = _r_debug.r_map; m && dyn; m = m->l_next)
-    if (uintptr_t(m->l_ld) == dyn) {
-      o.lm = m;
-      break;
-    }
-  g_scratch[g_nscratch++] = o;
-  return 0;
-}
-
-}  // namespace
-
-void refresh_objects() {
-  if (g_find_object) return;  // libc's own, lock-free
-  while (__atomic_exchange_n(&g_refreshing, 1, __ATOMIC_ACQUIRE)) sched_yield();
-  __atomic_store_n(&g_stale, 0, __ATOMIC_RELAXED);
-  g_nscratch = 0;
-  dl_iterate_phdr(add_obj, nullptr);
-  __atomic_store_n(&g_seq, g_seq + 1, __ATOMIC_RELAXED);
-  __atomic_thread_fence(__ATOMIC_RELEASE);
-  memcpy(g_objs, g_scratch, sizeof(Obj) * size_t(g_nscratch));
-  __atomic_store_n(&g_nobjs, g_nscratch, __ATOMIC_RELAXED);
-  __atomic_store_n(&g_seq, g_seq + 1, __ATOMIC_RELEASE);
-  __atomic_store_n(&g_refreshing, 0, __ATOMIC_RELEASE);
-}
-
-void mark_stale() { __atomic_store_n(&g_stale, 1, __ATOMIC_RELAXED); }
-
-void refresh_if_stale() {
-  if (__atomic_load_n(&g_stale, __ATOMIC_RELAXED)) refresh_objects();
-}
-
-int dl_find_object(void* pc, FoundObject* result) {
-  if (FindObject f = g_find_object) return f(pc, result);
-  if (!__atomic_load_n(&g_inited, __ATOMIC_ACQUIRE)) refresh_objects();
-  const uintptr_t at = uintptr_t(pc);
-  const unsigned seq = __atomic_load_n(&g_seq, __ATOMIC_ACQUIRE);
-  if (seq & 1) return -1;
-  Obj found{0, 0, 0, nullptr};
-  const int n = __atomic_load_n(&g_nobjs, __ATOMIC_RELAXED);
-  for (int i = 0; i < n && i < kObjs; ++i) {
-    const Obj o = g_objs[i];
-    if (at >= o.lo && at < o.hi) {
-      found = o;
-      break;
-    }
-  }
-  __atomic_thread_fence(__ATOMIC_ACQUIRE);
-  if (__atomic_load_n(&g_seq, __ATOMIC_RELAXED) != seq || !found.eh) {
-    if (!found.hi) mark_stale();  // loaded without dlopen (glibc's NSS modules)
-    return -1;
-  }
-  *result = FoundObject{};
-  result->map_start = reinterpret_cast<void*>(found.lo & ~uintptr_t(4095));
-  result->map_end = reinterpret_cast<void*>(found.hi);  // as the loader keeps it: not rounded
-  result->link_map = found.lm;
-  result->eh_frame = reinterpret_cast<void*>(found.eh);
-  return 0;
-}
-
 }  // namespace glibc_compat
 
-// libgcc's unwinder (GCC 12 and later) finds a pc's unwind tables only with
-// _dl_find_object: without it every walk would end at its first frame.
-HIDDEN int __wrap__dl_find_object(void* pc, void* result) {
-  return glibc_compat::dl_find_object(pc, static_cast<glibc_compat::FoundObject*>(result));
-}

@@ -32,6 +32,8 @@ constexpr int kMaxMajor = 2, kMaxMinor = 31;
 // newer than 2.31 the shim uses where present (absent, it does without:
 // nothing it needs is among them; what it needs, real::resolve_all checks).
 void init();
+// init()'s part for dl_find_object below.
+void objects_init();
 
 // pthread_create with the new thread's signal mask `mask`: set on the
 // attribute where libc can (pthread_attr_setsigmask_np, 2.32), else blocked
@@ -52,8 +54,9 @@ struct FoundObject {
 };
 
 // _dl_find_object: libc's (2.35; no lock) where there is one, else found
-// in the table refresh_objects() made (no lock; async-signal-safe): 0, or
-// -1 if no object there holds pc.
+// in the table refresh_objects() made (no lock; async-signal-safe), or for
+// a pc it lacks in the loader's list (below): 0, or -1 if no object there
+// holds pc.
 int dl_find_object(void* pc, FoundObject* result);
 // Before 2.35, the loaded objects' table dl_find_object reads, made again:
 // at init and after each dlopen and dlclose (never in a handler: it takes
@@ -64,5 +67,11 @@ void refresh_objects();
 // is held) makes the table again.
 void mark_stale();
 void refresh_if_stale();
+// Before 2.35, dl_find_object reads the loader's list for a pc in no object
+// of the table (loaded since it was made), never waiting for the loader's
+// lock: find_loader_lock (init() calls it) finds that lock among the
+// loader's globals, and live_lookups() says whether it was found.
+void find_loader_lock();
+bool live_lookups();
 
 }  // namespace glibc_compat

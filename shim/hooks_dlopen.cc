@@ -14,7 +14,8 @@
 
 EXPORT void* dlopen(const char* file, int flags) {
   // The stack walks' table of objects (before glibc 2.35) gains what this
-  // call loads at the next refresh: this call must stay a jump.
+  // call loads at the next refresh, or when a walk first meets it
+  // (glibc_compat.h): this call must stay a jump.
   glibc_compat::refresh_objects();
   glibc_compat::mark_stale();
   if ((flags & RTLD_DEEPBIND) && alloc_choice::mode() == alloc_choice::kJemalloc) flags &= ~RTLD_DEEPBIND;

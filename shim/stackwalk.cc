@@ -379,7 +379,7 @@ int from_signal(void* uc, uint64_t* frames, int max, bool* cut) {
 }
 
 int here(uint64_t* frames, int max) {
-  Holding unwinder;  // libgcc's object mutex, for frames a JIT registered
+  Holding unwinder;  // the loader's lock, for a library the objects' table lacks (glibc_compat.h)
   Walk w = {frames, max, 0, true, false, 0, 0};
   walk(&w);
   // C called from Go (an allocation in cgo code): on to its goroutine.

@@ -1,14 +1,13 @@
 // stackwalk: the walks of a thread's stack that the shim needs: the sampler's
 // (from the context a signal interrupted) and the stop's safety checks (is
 // this thread inside code whose locks the stop would need?). With libgcc's
-// unwinder (_Unwind_Backtrace), which finds each frame's unwind information
-// through glibc's _dl_find_object: lock-free and async-signal-safe (glibc
-// 2.35+), and sharing no state with a program's own libunwind (whose
-// caches' mutex a sampling signal could find held on its own thread).
+// unwinder (_Unwind_Backtrace), whose lookup of each frame's unwind
+// information is the shim's (fde_lookup.h: glibc's _dl_find_object or the
+// shim's table of objects, lock-free), sharing no state with a program's
+// own libunwind (whose caches' mutex a sampling signal could find held on
+// its own thread).
 //
-// Signal-safe once prime() has run, and nothing here allocates. (libgcc
-// takes a mutex only for frames registered with __register_frame_info, which
-// JIT compilers use; a program doing that may have a sample wait on it.)
+// Signal-safe once prime() has run, and nothing here allocates.
 #pragma once
 #include <pthread.h>
 #include <stdint.h>
@@ -114,7 +113,8 @@ bool room_here();
 //  - the loader's locks (dl_load_lock, dl_load_tls_lock): held inside ld.so.
 //  - libdw being loaded (symbolize_libdw.cc: a flag others wait on up to 2 s),
 //    a dlclose's record (unload.cc: a helper thread joined, using libdw),
-//    libgcc's object mutex (taken by a walk for JIT-registered frames) and a
+//    the loader's list lock (taken by a walk for a library the objects'
+//    table lacks, before glibc 2.35: glibc_compat.h) and a
 //    wait being recorded (waits.cc: the table's log is read up to a slot
 //    claimed but not yet written): held under a Holding.
 // Nothing else of the shim holds a lock a program thread could be stopped

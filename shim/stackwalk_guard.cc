@@ -2,6 +2,8 @@
 // stackwalk_guard.h.
 #include "stackwalk_guard.h"
 
+#include "fde_lookup.h"
+
 namespace stackwalk {
 namespace {
 // The armed walk's __builtin_setjmp buffer on this thread, null when none:
@@ -16,14 +18,15 @@ uint64_t g_trampoline;
 }  // namespace stackwalk
 
 // The unwinder's lookup of a frame's unwind information (libgcc_eh's, linked
-// in: Makefile's --wrap). With none, libgcc falls back to reading the code
-// at that address, looking for a signal trampoline: at a return address
-// read from a frame the unwinder got wrong (a sample taken while the
-// program's unwinder installs a landing pad's context), that is a read of
-// any address at all. In an armed walk, the walk ends there instead.
-extern "C" const void* __real__Unwind_Find_FDE(void* pc, void* bases);
+// in: Makefile's --wrap), done by fde_lookup, which takes no lock (libgcc's
+// own, before GCC 12, takes the loader's). With none, libgcc falls back to
+// reading the code at that address, looking for a signal trampoline: at a
+// return address read from a frame the unwinder got wrong (a sample taken
+// while the program's unwinder installs a landing pad's context), that is
+// a read of any address at all. In an armed walk, the walk ends there
+// instead.
 extern "C" __attribute__((visibility("hidden"))) const void* __wrap__Unwind_Find_FDE(void* pc, void* bases) {
-  const void* fde = __real__Unwind_Find_FDE(pc, bases);
+  const void* fde = fde_lookup::find(pc, static_cast<fde_lookup::Bases*>(bases));
   // A return address's lookup is of the address less one (a signal frame's:
   // itself): the trampoline, known mapped code, is read as libgcc reads it.
   const uint64_t at = reinterpret_cast<uint64_t>(pc), tramp = __atomic_load_n(&stackwalk::g_trampoline, __ATOMIC_RELAXED);

@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 namespace {
 
@@ -55,12 +56,141 @@ TEST(dl_find_object_fallback_matches_libcs) {
   }
 }
 
+// Whether pc lies between an object's first and last segment (a page the
+// kernel put in a hole between the segments of ld.so, which the kernel maps
+// one by one on glibc 2.31, is the object's, for libc's lookup as for ours).
+int spans(struct dl_phdr_info* info, size_t, void* p) {
+  LastEnd last = {*static_cast<uintptr_t*>(p), 0};
+  last_end_of(info, 0, &last);
+  uintptr_t lo = UINTPTR_MAX;
+  for (int i = 0; i < info->dlpi_phnum; ++i)
+    if (info->dlpi_phdr[i].p_type == PT_LOAD && info->dlpi_addr + info->dlpi_phdr[i].p_vaddr < lo)
+      lo = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+  return last.end != 0 && last.pc >= lo;
+}
+
 TEST(dl_find_object_outside_every_object) {
-  void* page = mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* pages[8];
+  int n = 0;
+  void* page = MAP_FAILED;
+  while (n < 8) {
+    void* p = mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(p != MAP_FAILED);
+    if (p == MAP_FAILED) break;
+    pages[n++] = p;
+    uintptr_t at = reinterpret_cast<uintptr_t>(p);
+    if (!dl_iterate_phdr(spans, &at)) {
+      page = p;
+      break;
+    }
+  }
   CHECK(page != MAP_FAILED);
   glibc_compat::FoundObject fo{};
-  CHECK_EQ(glibc_compat::dl_find_object(page, &fo), -1);
-  munmap(page, 4096);
+  if (page != MAP_FAILED) CHECK_EQ(glibc_compat::dl_find_object(page, &fo), -1);
+  for (int i = 0; i < n; ++i) munmap(pages[i], 4096);
+}
+
+// The object dl_iterate_phdr places pc in: its eh_frame_hdr, or 0.
+struct EhOf {
+  uintptr_t pc, eh;
+};
+int eh_of(struct dl_phdr_info* info, size_t, void* p) {
+  auto* q = static_cast<EhOf*>(p);
+  bool in = false;
+  uintptr_t eh = 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    const uintptr_t s = info->dlpi_addr + ph.p_vaddr;
+    if (ph.p_type == PT_LOAD && q->pc >= s && q->pc < s + ph.p_memsz) in = true;
+    if (ph.p_type == PT_GNU_EH_FRAME) eh = s;
+  }
+  if (in) q->eh = eh;
+  return in;
+}
+
+// A thread that holds the loader's list lock (inside a dl_iterate_phdr
+// callback) until told to let go.
+struct Holder {
+  int inside = 0, release = 0;
+};
+int hold_lock(struct dl_phdr_info*, size_t, void* p) {
+  auto* h = static_cast<Holder*>(p);
+  __atomic_store_n(&h->inside, 1, __ATOMIC_RELEASE);
+  while (!__atomic_load_n(&h->release, __ATOMIC_ACQUIRE)) usleep(1000);
+  return 1;
+}
+void* holder_thread(void* p) {
+  dl_iterate_phdr(hold_lock, p);
+  return nullptr;
+}
+
+// The objects' table (before init, as on glibc 2.31 after it) and a library
+// loaded since it was made: while another thread holds the loader's lock,
+// not found, and the lookup does not wait; once the lock is free, found in
+// the loader's list; from then on kept in the table, found with the lock
+// held elsewhere. Inside a dl_iterate_phdr callback of this thread's own
+// (the lock held whole by it), another such library is found too.
+TEST(dl_find_object_fallback_finds_a_library_loaded_since) {
+  glibc_compat::find_loader_lock();
+  CHECK(glibc_compat::live_lookups());
+  glibc_compat::refresh_objects();
+  void* h = dlopen("libelf.so.1", RTLD_NOW | RTLD_LOCAL);
+  CHECK(h != nullptr);
+  if (!h || !glibc_compat::live_lookups()) return;
+  void* pc = dlsym(h, "elf_version");
+  CHECK(pc != nullptr);
+  EhOf want = {reinterpret_cast<uintptr_t>(pc), 0};
+  dl_iterate_phdr(eh_of, &want);
+  CHECK(want.eh != 0);
+
+  Holder held;
+  pthread_t t;
+  pthread_create(&t, nullptr, holder_thread, &held);
+  while (!__atomic_load_n(&held.inside, __ATOMIC_ACQUIRE)) usleep(1000);
+  glibc_compat::FoundObject fo{};
+  CHECK_EQ(glibc_compat::dl_find_object(pc, &fo), -1);
+  __atomic_store_n(&held.release, 1, __ATOMIC_RELEASE);
+  pthread_join(t, nullptr);
+
+  usleep(20000);  // past the gap a lookup that found nothing leaves
+  CHECK_EQ(glibc_compat::dl_find_object(pc, &fo), 0);
+  CHECK(reinterpret_cast<uintptr_t>(fo.eh_frame) == want.eh);
+  CHECK(fo.link_map != nullptr);
+
+  Holder again;
+  pthread_create(&t, nullptr, holder_thread, &again);
+  while (!__atomic_load_n(&again.inside, __ATOMIC_ACQUIRE)) usleep(1000);
+  fo = {};
+  CHECK_EQ(glibc_compat::dl_find_object(pc, &fo), 0);
+  CHECK(reinterpret_cast<uintptr_t>(fo.eh_frame) == want.eh);
+  __atomic_store_n(&again.release, 1, __ATOMIC_RELEASE);
+  pthread_join(t, nullptr);
+
+  // This thread's own callback: the lock is this thread's, taken again.
+  void* h2 = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
+  void* pc2 = h2 ? dlsym(h2, "dwarf_begin") : nullptr;
+  CHECK(pc2 != nullptr);
+  struct Inside {
+    void* pc;
+    int rc;
+    uintptr_t eh;
+  } in = {pc2, -2, 0};
+  dl_iterate_phdr(
+      [](struct dl_phdr_info*, size_t, void* p) {
+        auto* q = static_cast<Inside*>(p);
+        glibc_compat::FoundObject f{};
+        q->rc = glibc_compat::dl_find_object(q->pc, &f);
+        q->eh = reinterpret_cast<uintptr_t>(f.eh_frame);
+        return 1;
+      },
+      &in);
+  CHECK_EQ(in.rc, 0);
+  EhOf want2 = {reinterpret_cast<uintptr_t>(pc2), 0};
+  dl_iterate_phdr(eh_of, &want2);
+  CHECK(in.eh == want2.eh && want2.eh != 0);
+  if (h2) dlclose(h2);
+  dlclose(h);
+  glibc_compat::refresh_objects();
 }
 
 sigset_t g_seen;
