@@ -9,7 +9,7 @@ import shutil
 import subprocess
 
 from cli_helpers import REPO, shim_table
-from common import check, indent
+from common import Skip, check, indent
 
 SAMPLE = """[Unit]
 Description=a service to profile once
@@ -36,10 +36,18 @@ def test_dropin_passes_systemd_analyze_verify(ctx):
     os.makedirs(os.path.join(unit_dir, "sample.service.d"))
     with open(os.path.join(unit_dir, "sample.service"), "w") as f:
         f.write(SAMPLE)
+    verify = lambda: subprocess.run([exe, "verify", "--man=no", os.path.join(unit_dir, "sample.service")],
+                                    capture_output=True, timeout=60, env=dict(os.environ, SYSTEMD_LOG_LEVEL="info"))
+    # The unit alone first: where verify cannot run at all (systemd 247 in
+    # a chroot with no cgroup of its own: "Failed to initialize manager"),
+    # there is nothing to learn about the drop-in.
+    p = verify()
+    if p.returncode != 0:
+        raise Skip("systemd-analyze verify fails here on a unit without the drop-in:\n%s" % indent(
+            (p.stdout + p.stderr).decode(errors="replace")))
     dropin = os.path.join(unit_dir, "sample.service.d", "profshim.conf")
     shutil.copy(os.path.join(REPO, "env", "profshim.conf"), dropin)
-    p = subprocess.run([exe, "verify", "--man=no", os.path.join(unit_dir, "sample.service")],
-                       capture_output=True, timeout=60, env=dict(os.environ, SYSTEMD_LOG_LEVEL="info"))
+    p = verify()
     said = (p.stdout + p.stderr).decode(errors="replace")
     check(p.returncode == 0, "systemd-analyze verify failed (%d):\n%s" % (p.returncode, indent(said)))
     # verify loads the drop-in and only warns about what it ignores there

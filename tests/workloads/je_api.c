@@ -8,7 +8,8 @@
 //                      64 MiB at the stop.
 //        je_api prof   also writes the heap profiler's switches through
 //                      mallctl (prof.active=false by name and by MIB,
-//                      thread.prof.active=false, prof.reset, prof.dump to
+//                      thread.prof.active=false, prof.reset (where opt.prof
+//                      is on), prof.dump to
 //                      ./dumped.heap) and prints what each returned, before
 //                      hold_mallocx runs.
 // stdout: "ok"/"FAIL" lines, "rc NAME=N" lines (prof), "read NAME=V" lines,
@@ -98,7 +99,12 @@ static void take_the_profiler(void) {
   printf("rc thread.prof.active=%d\n", write_bool("thread.prof.active", 0));
   printf("rc prof.thread_active_init=%d\n", write_bool("prof.thread_active_init", 0));
   size_t lg = 30;
-  printf("rc prof.reset=%d\n", mallctl("prof.reset", NULL, NULL, &lg, sizeof lg));
+  // jemalloc 5.2.1 (Debian 11) crashes in prof.reset when its profiler is
+  // off (opt.prof false), where there is nothing to reset.
+  char on = 0;
+  size_t sz = 1;
+  if (mallctl("opt.prof", &on, &sz, NULL, 0) == 0 && on)
+    printf("rc prof.reset=%d\n", mallctl("prof.reset", NULL, NULL, &lg, sizeof lg));
   const char* path = "dumped.heap";
   printf("rc prof.dump=%d\n", mallctl("prof.dump", NULL, NULL, &path, sizeof path));
   printf("rc opt.prof=%d\n", write_bool("opt.prof", 0));
