@@ -69,9 +69,14 @@ void mark_stale();
 void refresh_if_stale();
 // Before 2.35, dl_find_object reads the loader's list for a pc in no object
 // of the table (loaded since it was made), never waiting for the loader's
-// lock: find_loader_lock (init() calls it) finds that lock among the
+// list lock: find_loader_lock (init() calls it) finds that lock among the
 // loader's globals, and live_lookups() says whether it was found.
 void find_loader_lock();
 bool live_lookups();
+// This thread holds the loader's list lock (inside a dl_iterate_phdr
+// callback, or the loader's own work): a thread the stop must not park,
+// since the stop's own loading of libraries would wait on it. False where
+// the lock was not found. Signal-safe.
+bool holds_loader_lock();
 
 }  // namespace glibc_compat

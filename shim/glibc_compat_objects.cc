@@ -30,7 +30,7 @@ int g_inited;
 
 void objects_init() {
   g_find_object = reinterpret_cast<FindObject>(dlsym(RTLD_DEFAULT, "_dl_find_object"));
-  if (!g_find_object) find_loader_lock();
+  find_loader_lock();
   refresh_objects();
   __atomic_store_n(&g_inited, 1, __ATOMIC_RELEASE);
 }
@@ -112,15 +112,14 @@ namespace {
 // refresh comes only at the next dlopen, dlclose or thread start, the call
 // itself being passed on as a jump). The loader's list is read then with
 // dl_iterate_phdr, which takes the loader's recursive write lock, and what
-// it finds joins the table. Never waited for: the lock is taken first with
-// a trylock, only when it is free or held whole by this thread (a sample
-// in a dl_iterate_phdr callback of the thread's own). A thread halfway into
-// taking or releasing it (its word set, the owner not yet or no longer
-// this thread) would wait on itself: that is left alone, as is a lock
-// another thread holds. The lock is found at init by looking for it in the
-// loader's globals while a dl_iterate_phdr of ours holds it; not found,
-// no live lookup is made. Lookups that find nothing (code a JIT made) are
-// rationed: one per 10 ms in the process.
+// it finds joins the table. Never waited for: the lock is taken by trylock,
+// and only when it is free. Held by this thread, it may be halfway taken
+// or released (the thread would wait on itself) or held by the loader's
+// own dlclose between unmapping an object and unlinking it; held by
+// another, it is not waited for. The lock is found at init by looking for
+// it in the loader's globals while a dl_iterate_phdr of ours holds it; not
+// found, no live lookup is made. Lookups that find nothing (code a JIT
+// made) are rationed: one per 10 ms in the process.
 struct MutexWords {  // the first words of glibc's struct __pthread_mutex_s, the same on x86-64 and aarch64
   int lock;
   unsigned count;
@@ -186,24 +185,28 @@ bool lookup_live(uintptr_t at, Obj* out) {
   if (!lock) return false;
   const uint64_t now = sys::now_ns(CLOCK_MONOTONIC);
   if (now < __atomic_load_n(&g_next_live_ns, __ATOMIC_RELAXED)) return false;
-  const int word = __atomic_load_n(&lock->lock, __ATOMIC_ACQUIRE), owner = __atomic_load_n(&lock->owner, __ATOMIC_RELAXED);
-  if (word != 0 && owner != int(syscall(SYS_gettid))) return false;
+  // Only a free lock: one this thread holds may be halfway released (its
+  // count 0, its owner not yet cleared), or held by the loader's own
+  // dlclose between unmapping an object and unlinking it.
+  if (__atomic_load_n(&lock->lock, __ATOMIC_ACQUIRE) != 0) return false;
   pthread_mutex_t* mutex = reinterpret_cast<pthread_mutex_t*>(lock);
   if (pthread_mutex_trylock(mutex) != 0) return false;
+  const unsigned seq = __atomic_load_n(&g_seq, __ATOMIC_ACQUIRE);
   Live live{at, {0, 0, 0, nullptr}};
   dl_iterate_phdr(find_live, &live);  // takes the lock again: this thread's, recursive
   pthread_mutex_unlock(mutex);
   bool kept = false;
   // Kept if no refresh is under way (never waited for here: this may be a
-  // handler that interrupted one).
-  if (live.found.hi && !__atomic_exchange_n(&g_refreshing, 1, __ATOMIC_ACQUIRE)) {
+  // handler that interrupted one) and none came since the lock was let go
+  // (a dlclose's: the object may be gone).
+  if (live.found.hi && !(seq & 1) && !__atomic_exchange_n(&g_refreshing, 1, __ATOMIC_ACQUIRE)) {
     const int n = g_nobjs;
-    if (n < kObjs) {
-      __atomic_store_n(&g_seq, g_seq + 1, __ATOMIC_RELAXED);
+    if (n < kObjs && __atomic_load_n(&g_seq, __ATOMIC_RELAXED) == seq) {
+      __atomic_store_n(&g_seq, seq + 1, __ATOMIC_RELAXED);
       __atomic_thread_fence(__ATOMIC_RELEASE);
       g_objs[n] = live.found;
       __atomic_store_n(&g_nobjs, n + 1, __ATOMIC_RELAXED);
-      __atomic_store_n(&g_seq, g_seq + 1, __ATOMIC_RELEASE);
+      __atomic_store_n(&g_seq, seq + 2, __ATOMIC_RELEASE);
       kept = true;
     }
     __atomic_store_n(&g_refreshing, 0, __ATOMIC_RELEASE);
@@ -213,9 +216,34 @@ bool lookup_live(uintptr_t at, Obj* out) {
   return live.found.hi != 0;
 }
 
+// The table's entry that holds at: 1 found, 0 none, -1 the table changed
+// while it was read.
+int in_table(uintptr_t at, Obj* found) {
+  const unsigned seq = __atomic_load_n(&g_seq, __ATOMIC_ACQUIRE);
+  if (seq & 1) return -1;
+  *found = Obj{0, 0, 0, nullptr};
+  const int n = __atomic_load_n(&g_nobjs, __ATOMIC_RELAXED);
+  for (int i = 0; i < n && i < kObjs; ++i) {
+    const Obj o = g_objs[i];
+    if (at >= o.lo && at < o.hi) {
+      *found = o;
+      break;
+    }
+  }
+  __atomic_thread_fence(__ATOMIC_ACQUIRE);
+  if (__atomic_load_n(&g_seq, __ATOMIC_RELAXED) != seq) return -1;
+  return found->hi != 0;
+}
+
 }  // namespace
 
 bool live_lookups() { return g_write_lock != nullptr; }
+
+bool holds_loader_lock() {
+  const MutexWords* lock = g_write_lock;
+  return lock && __atomic_load_n(&lock->lock, __ATOMIC_ACQUIRE) != 0 &&
+         __atomic_load_n(&lock->owner, __ATOMIC_RELAXED) == int(syscall(SYS_gettid));
+}
 
 void find_loader_lock() {
   void* g = dlsym(RTLD_DEFAULT, "_rtld_global");
@@ -235,20 +263,11 @@ int dl_find_object(void* pc, FoundObject* result) {
   if (FindObject f = g_find_object) return f(pc, result);
   if (!__atomic_load_n(&g_inited, __ATOMIC_ACQUIRE) && !__atomic_load_n(&g_nobjs, __ATOMIC_RELAXED)) refresh_objects();
   const uintptr_t at = uintptr_t(pc);
-  const unsigned seq = __atomic_load_n(&g_seq, __ATOMIC_ACQUIRE);
-  if (seq & 1) return -1;
-  Obj found{0, 0, 0, nullptr};
-  const int n = __atomic_load_n(&g_nobjs, __ATOMIC_RELAXED);
-  for (int i = 0; i < n && i < kObjs; ++i) {
-    const Obj o = g_objs[i];
-    if (at >= o.lo && at < o.hi) {
-      found = o;
-      break;
-    }
-  }
-  __atomic_thread_fence(__ATOMIC_ACQUIRE);
-  if (__atomic_load_n(&g_seq, __ATOMIC_RELAXED) != seq) return -1;
-  if (!found.hi && !lookup_live(at, &found)) {
+  Obj found;
+  int got = -1;
+  for (int tries = 0; tries < 3 && got < 0; ++tries) got = in_table(at, &found);  // a refresh under way
+  if (got < 0) return -1;
+  if (!got && !lookup_live(at, &found)) {
     mark_stale();  // loaded without dlopen (glibc's NSS modules)
     return -1;
   }

@@ -13,6 +13,7 @@
 #include <unwind.h>
 
 #include "arch.h"
+#include "glibc_compat.h"
 #include "go_runtime.h"
 #include "go_stacks.h"
 #include "go_unwind.h"
@@ -432,7 +433,7 @@ bool may_park_here() {
   // no frame may be inside code whose locks the stop needs: a program
   // thread that calls read() inside a dl_iterate_phdr callback holds the
   // loader's lock; jemalloc's own lock calls come from inside the shim.
-  if (holding()) return false;
+  if (holding() || glibc_compat::holds_loader_lock()) return false;
   uint64_t frames[32];
   int n = here(frames, 32), i = 0;
   while (i < n && !wrappers::in_wait(pc_of(frames[i]))) ++i;
@@ -446,7 +447,7 @@ bool may_park_leaving_alloc() {
   // The allocator's frames are this thread's own, about to return; beyond
   // them, as at a wrapper, no frame may hold the loader's lock or be inside
   // another allocator call.
-  if (holding()) return false;
+  if (holding() || glibc_compat::holds_loader_lock()) return false;
   uint64_t frames[32];
   int n = here(frames, 32), i = 0;
   if (n == 32) return false;  // deeper than the walk: the frames past it unseen
@@ -459,7 +460,7 @@ bool may_park_leaving_alloc() {
 }
 
 bool interrupted_in_unsafe_code(void* uc, bool from_sigwait) {
-  if (holding()) return true;
+  if (holding() || glibc_compat::holds_loader_lock()) return true;
   if (t_left_alloc) return false;
   uint64_t frames[32];
   int n = from_signal(uc, frames, 32);
@@ -478,7 +479,7 @@ Context calling_context() {
   Walk w = {frames, 32, 0, false, false, 0, 0};
   walk(&w);
   if (!w.started) return kNotInHandler;
-  if (holding()) return kHandlerOverUnsafeCode;
+  if (holding() || glibc_compat::holds_loader_lock()) return kHandlerOverUnsafeCode;
   for (int i = 0; i < w.n; ++i)
     if (in_unsafe_code(pc_of(frames[i]))) return kHandlerOverUnsafeCode;
   return kHandler;

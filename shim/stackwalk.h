@@ -110,7 +110,9 @@ bool room_here();
 //    profshim_alloc or profshim_heapprof (jemalloc's code and the shim's
 //    malloc-family functions);
 //    the heap profile's hooks that jemalloc calls run under such frames.
-//  - the loader's locks (dl_load_lock, dl_load_tls_lock): held inside ld.so.
+//  - the loader's locks (dl_load_lock, dl_load_tls_lock): held inside ld.so;
+//    its list lock, held also in a dl_iterate_phdr callback (program code):
+//    asked of the lock itself (glibc_compat::holds_loader_lock).
 //  - libdw being loaded (symbolize_libdw.cc: a flag others wait on up to 2 s),
 //    a dlclose's record (unload.cc: a helper thread joined, using libdw),
 //    the loader's list lock (taken by a walk for a library the objects'

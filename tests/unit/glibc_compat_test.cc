@@ -128,8 +128,8 @@ void* holder_thread(void* p) {
 // loaded since it was made: while another thread holds the loader's lock,
 // not found, and the lookup does not wait; once the lock is free, found in
 // the loader's list; from then on kept in the table, found with the lock
-// held elsewhere. Inside a dl_iterate_phdr callback of this thread's own
-// (the lock held whole by it), another such library is found too.
+// held elsewhere. Inside a dl_iterate_phdr callback of this thread's own,
+// another such library is not found (nor waited for) until the lock is free.
 TEST(dl_find_object_fallback_finds_a_library_loaded_since) {
   glibc_compat::find_loader_lock();
   CHECK(glibc_compat::live_lookups());
@@ -166,28 +166,37 @@ TEST(dl_find_object_fallback_finds_a_library_loaded_since) {
   __atomic_store_n(&again.release, 1, __ATOMIC_RELEASE);
   pthread_join(t, nullptr);
 
-  // This thread's own callback: the lock is this thread's, taken again.
+  // Inside a dl_iterate_phdr callback of this thread's own, the lock is not
+  // free (held whole, or maybe halfway released, as far as a handler can
+  // tell): another such library is not looked up live, and nothing waits.
   void* h2 = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
   void* pc2 = h2 ? dlsym(h2, "dwarf_begin") : nullptr;
   CHECK(pc2 != nullptr);
   struct Inside {
     void* pc;
     int rc;
-    uintptr_t eh;
-  } in = {pc2, -2, 0};
+    bool holds;
+  } in = {pc2, -2, false};
+  usleep(20000);
   dl_iterate_phdr(
       [](struct dl_phdr_info*, size_t, void* p) {
         auto* q = static_cast<Inside*>(p);
         glibc_compat::FoundObject f{};
         q->rc = glibc_compat::dl_find_object(q->pc, &f);
-        q->eh = reinterpret_cast<uintptr_t>(f.eh_frame);
+        q->holds = glibc_compat::holds_loader_lock();
         return 1;
       },
       &in);
-  CHECK_EQ(in.rc, 0);
+  CHECK_EQ(in.rc, -1);
+  CHECK(in.holds);
+  CHECK(!glibc_compat::holds_loader_lock());
+  // Free again: found.
+  usleep(20000);
+  glibc_compat::FoundObject f2{};
+  CHECK_EQ(glibc_compat::dl_find_object(pc2, &f2), 0);
   EhOf want2 = {reinterpret_cast<uintptr_t>(pc2), 0};
   dl_iterate_phdr(eh_of, &want2);
-  CHECK(in.eh == want2.eh && want2.eh != 0);
+  CHECK(reinterpret_cast<uintptr_t>(f2.eh_frame) == want2.eh && want2.eh != 0);
   if (h2) dlclose(h2);
   dlclose(h);
   glibc_compat::refresh_objects();
