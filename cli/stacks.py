@@ -5,8 +5,9 @@ graphs and per-thread tables (report).
 
 Each sample becomes (frames, values, labels): frames leaf first, inlined
 functions as frames of their own (a Location's lines, innermost first, as
-pprof shows them), each frame (function name, file, line), an inlined
-call's name marked " (inline)" as pprof marks it; values one per
+pprof shows them), each frame (function name, file, line), a function
+marked " (inline)" or " (partial-inline)" as pprof's text report marks it
+(every, or some, of the calls into it inlined); values one per
 sample type; labels {key: text}. The profile's drop_frames is applied as
 pprof applies it (profile/prune.go): from the root toward the leaf, past
 the first frame that does not match, the first that does is cut with all
@@ -146,9 +147,31 @@ def read(path):
             lm = _message(data, lab, {1: "int", 2: "int"})
             if lm.get(2):
                 labels[string(lm[1][0])] = string(lm[2][0])
-        kept = [(f[0] + " (inline)" if f[3] else f[0], f[1], f[2]) for f in dropper(frames)]
-        p.samples.append(Sample(kept, m.get(2, []), labels))
+        p.samples.append(Sample(dropper(frames), m.get(2, []), labels))
+    suffix = _inline_suffixes(p.samples)
+    for smp in p.samples:
+        smp.frames = [(f[0] + suffix.get(f[0], ""), f[1], f[2]) for f in smp.frames]
     return p
+
+
+def _inline_suffixes(samples):
+    """{name: " (inline)" or " (partial-inline)"} as pprof's text report
+    marks a function (report.TextItems): by the edges into its node, one
+    node per name; an edge is inline if every call it stands for was
+    inlined into its caller (graph.New: not a location's last line), and a
+    node whose in-edges all are is "(inline)", some "(partial-inline)"."""
+    edges = {}
+    for smp in samples:
+        seen, parent = set(), None
+        for name, _, _, inlined in reversed(smp.frames):
+            if parent is not None and name != parent and (parent, name) not in seen:
+                seen.add((parent, name))
+                edges[(parent, name)] = edges.get((parent, name), True) and inlined
+            parent = name
+    kinds = {}
+    for (_, callee), inline in edges.items():
+        kinds.setdefault(callee, set()).add(inline)
+    return {n: " (inline)" if k == {True} else " (partial-inline)" for n, k in kinds.items() if True in k}
 
 
 def _dropper(pattern):
