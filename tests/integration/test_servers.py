@@ -1,0 +1,207 @@
+"""Real forking servers under the shim, as an operator runs them: nginx (a
+master and two workers it forks) and PostgreSQL (a postmaster that forks a
+backend per connection). Each serves what it serves without the shim, ends
+with the same status, and leaves one program's files: the master's (the
+postmaster's), holding its workers' (backends') CPU under their pid labels
+(docs/CONFIG.md "Forked children").
+
+Both are Debian's packages (scripts/install-deps), started by hand on a
+port or socket of their own in a temp dir, never as the system's service.
+"""
+
+import gzip
+import hashlib
+import http.client
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+
+from common import KINDS, Skip, base_env, check, clip, communicate_bounded, indent, profile_dir_names
+
+HANG_GUARD = 60  # seconds; only a guard against a hang
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def _free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def _proc_cpu_s(pid):
+    """utime + stime of a live process, in seconds (its own clock)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def _children_of(pid):
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open("/proc/%s/stat" % d) as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        out.append(int(d))
+            except OSError:
+                pass
+    return out
+
+
+def _cpu_by_pid(prof):
+    """{pid: cpu ns} over the CPU profile's samples, by their pid labels."""
+    i, out = prof.index("cpu"), {}
+    for s in prof.samples:
+        for line in s.labels:
+            m = re.search(r"pid:\[(\d+)\]", line)
+            if m:
+                out[int(m.group(1))] = out.get(int(m.group(1)), 0) + s.values[i]
+    return out
+
+
+# --- nginx -------------------------------------------------------------------
+
+NGINX_CONF = """daemon off;
+master_process on;
+worker_processes 2;
+pid {d}/nginx.pid;
+error_log {d}/error.log;
+{user}
+events {{ worker_connections 64; }}
+http {{
+  access_log off;
+  client_body_temp_path {d}/body;
+  gzip on;
+  gzip_types text/plain;
+  gzip_min_length 0;
+  gzip_comp_level 9;
+  server {{
+    listen 127.0.0.1:{port};
+    root {d}/www;
+  }}
+}}
+"""
+REQUESTS = 40  # each compresses 256 KiB at level 9 in a worker: ~1-4 s of the workers' CPU
+
+
+def _nginx_page(d):
+    """256 KiB of text that compresses, the same in every run."""
+    words = [b"alpha", b"bravo", b"charlie", b"delta", b"echo", b"foxtrot", b"golf", b"hotel"]
+    out, x = [], 12345
+    while sum(len(w) + 1 for w in out) < 256 << 10:
+        x = (x * 1103515245 + 12345) & 0x7FFFFFFF
+        out.append(words[x % len(words)] + (b"%d" % (x % 1000)))
+    os.makedirs(os.path.join(d, "www"))
+    with open(os.path.join(d, "www", "page.txt"), "wb") as f:
+        f.write(b" ".join(out))
+
+
+def _get(port, path):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=HANG_GUARD)
+    c.request("GET", path, headers={"Accept-Encoding": "gzip"})
+    r = c.getresponse()
+    body = r.read()
+    c.close()
+    return r.status, r.getheader("Content-Encoding"), body
+
+
+def _run_nginx(ctx, env, label):
+    """Starts nginx, serves REQUESTS gzip'd pages from two client threads,
+    reads its workers' CPU, stops it with SIGQUIT (graceful); returns
+    (status, the responses' digest, the workers' {pid: cpu s}, master pid,
+    stderr and the error log)."""
+    d = ctx.mkdtemp("nginx-" + label)
+    _nginx_page(d)
+    port = _free_port()
+    conf = os.path.join(d, "nginx.conf")
+    with open(conf, "w") as f:
+        # As root, the workers would be nobody's, who cannot read the
+        # harness's private temp dirs.
+        f.write(NGINX_CONF.format(d=d, port=port, user="user root;" if os.geteuid() == 0 else ""))
+    # stderr a file: nginx points its stderr at its error log and serves on,
+    # and the shim keeps the stderr it started with (for its line at the
+    # end) only where that holds no reader waiting, not a pipe
+    # (docs/DESIGN.md "Standard error").
+    errfile = open(os.path.join(d, "stderr"), "w+b")
+    p = subprocess.Popen(["/usr/sbin/nginx", "-p", d, "-c", conf], env=env, cwd=d, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=errfile, start_new_session=True)
+    errfile.close()
+    try:
+        deadline = time.monotonic() + HANG_GUARD
+        while True:
+            check(p.poll() is None, "%s: nginx exited with %s before serving:\n%s" % (
+                label, p.returncode, indent(clip(open(os.path.join(d, "stderr"), "rb").read()))))
+            try:
+                _get(port, "/page.txt")
+                break
+            except OSError:
+                check(time.monotonic() < deadline, "%s: nginx did not serve within %d s" % (label, HANG_GUARD))
+                time.sleep(0.05)
+        results, errors = [], []
+
+        def client(n):
+            try:
+                for _ in range(n):
+                    results.append(_get(port, "/page.txt"))
+            except Exception as e:  # noqa: BLE001 -- reported below
+                errors.append(e)
+
+        threads = [threading.Thread(target=client, args=(REQUESTS // 2,)) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(HANG_GUARD)
+        check(not errors and len(results) == REQUESTS, "%s: %d of %d requests served: %s" % (
+            label, len(results), REQUESTS, errors[:1]))
+        workers = {pid: _proc_cpu_s(pid) for pid in _children_of(p.pid)}
+        os.kill(p.pid, signal.SIGQUIT)
+    except BaseException:
+        os.killpg(p.pid, signal.SIGKILL)
+        raise
+    out, err, hung = communicate_bounded(p, HANG_GUARD)
+    check(not hung, "%s: nginx did not exit after SIGQUIT within %d s" % (label, HANG_GUARD))
+    digest = hashlib.sha256()
+    for status, encoding, body in sorted(results):
+        check(status == 200 and encoding == "gzip", "%s: a response was %s %s" % (label, status, encoding))
+        digest.update(gzip.decompress(body))
+    with open(os.path.join(d, "stderr"), "rb") as f:
+        err = f.read()
+    with open(os.path.join(d, "error.log"), "rb") as f:
+        err += f.read()
+    return p.returncode, digest.hexdigest(), workers, p.pid, err.decode("utf-8", "replace")
+
+
+def test_nginx_master_and_workers_are_one_program(ctx):
+    if not os.access("/usr/sbin/nginx", os.X_OK):
+        raise Skip("nginx is not installed (Debian's nginx package: scripts/install-deps)")
+    rc, digest, _, _, _ = _run_nginx(ctx, base_env(), "plain")
+    check(rc == 0, "without the shim, nginx exited %s after SIGQUIT" % rc)
+    prof = ctx.mkdtemp("prof")
+    got_rc, got_digest, workers, master, err = _run_nginx(
+        ctx, ctx.env(PROFILE_DIR=prof, PROFILE_NAME="nginx", PROFILE_HEAP_SAMPLE="0"), "profiled")
+    check(got_rc == rc, "under the shim nginx exited %s, without it %s\nstderr:\n%s" % (got_rc, rc, indent(err)))
+    check(got_digest == digest, "under the shim nginx served other pages than without it")
+    check(len(workers) == 2, "nginx should have forked 2 workers, has %s" % sorted(workers))
+    want = sorted("nginx.%s.pprof" % k for k in KINDS if k != "heap")
+    check(profile_dir_names(prof) == want, "one program's files, the master's: want %s, PROFILE_DIR has %s\n"
+          "stderr:\n%s" % (want, profile_dir_names(prof), indent(err)))
+    cpu = ctx.read(os.path.join(prof, "nginx.cpu.pprof"))
+    by_pid = _cpu_by_pid(cpu)
+    truth = sum(workers.values())
+    check(truth >= 0.5, "the workers used %.2f s of CPU: too little to compare" % truth)
+    got = sum(by_pid.get(pid, 0) for pid in workers) / 1e9
+    # The workers' clocks were read before their graceful end; the profile
+    # holds their CPU to their stops, a little more.
+    check(got >= 0.9 * truth, "the master's CPU profile holds %.2f s under its workers' pids %s, they used %.2f s "
+          "(by their own clocks): %s" % (got, sorted(workers), truth, {p: v / 1e9 for p, v in by_pid.items()}))
+    m = re.search(r" \| forks (\d+) merged", err)
+    check(m and int(m.group(1)) >= 2, "the master's line should count its 2 workers merged:\n%s" % indent(err))
+    check(cpu.cum("deflate", "cpu") > 0.5 * got * 1e9, "the workers' gzip (zlib's deflate) is not where their "
+          "CPU went:\n%s" % cpu.cum_table("cpu"))
