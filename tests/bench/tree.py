@@ -10,6 +10,9 @@ costs.
   Target: its stop ≤ 30 ms.
 - make-j2: `make -j2` of the shim's own objects (~100 images: make, sh,
   g++, cc1plus, as, mkdir). Target: ≤ 1.10× plain, wall and user+sys.
+- mp-pool: a Python multiprocessing pool (fork, 4 workers, ~4 s of CPU).
+  Target: the parent's CPU profile holds ≥ 0.9 of the tree's CPU (the
+  program's own os.times), each worker under its pid label.
 - pgbench-C: PostgreSQL 15 (Debian's), a throwaway cluster in a temp dir,
   unix socket only, `pgbench -C -c 4 -T 6`: a new forked backend per
   transaction. Target: ≥ 0.9× plain throughput.
@@ -251,6 +254,30 @@ class Tree:
         shutil.rmtree(build, ignore_errors=True)
         return r
 
+    def mp_pool(self, cfg, rnd):
+        """tests/bench/mp_pool.py with Debian's python3: active, the share of
+        the tree's CPU (its own clocks) the parent's CPU profile holds, and
+        how many workers its line says were merged."""
+        cwd = os.path.join(self.root, "cwd")
+        os.makedirs(cwd, exist_ok=True)
+        truth = os.path.join(cwd, "mp-pool.truth")
+        argv = ["/usr/bin/python3", os.path.join(self.repo, "tests", "bench", "mp_pool.py"), truth]
+        r, err, out = self.measure("mp-pool", cfg, rnd, argv, cwd)
+        r = self.judge("mp-pool", cfg, r, err, out, expect_images=1 if cfg == "active" else None)
+        m = re.search(r"^tree_cpu_s=([\d.]+) workers=(\d+)", open(truth).read() if os.path.isfile(truth) else "",
+                      re.M)
+        path = os.path.join(out, "mp-pool.cpu.pprof")
+        if cfg == "active" and r["ok"] and m and os.path.isfile(path):
+            sys.path.insert(0, os.path.join(self.repo, "cli"))
+            import stacks
+            p = stacks.read(path)
+            i = [t.split("/")[0] for t in p.types].index("cpu")
+            held = sum(smp.values[i] for smp in p.samples) / 1e9
+            merged = re.search(r" \| forks (\d+) merged", err)
+            r.update(tree_cpu_s=float(m.group(1)), held_s=held, held=held / float(m.group(1)),
+                     merged=int(merged.group(1)) if merged else 0)
+        return r
+
     # -- PostgreSQL
     def pg_setup(self):
         if not os.path.isfile(os.path.join(PG_BIN, "postgres")) or not shutil.which("pgbench"):
@@ -317,6 +344,8 @@ WORKLOADS = [
     ("true-pair", "`env /bin/true`: two images, 15 runs in a row per round (the median of them)", "true_pair"),
     ("cc1plus", "`g++ -O2 -c shim/symbolize.cc` (the project's flags): one cc1plus of ~3 s", "cc1plus"),
     ("make-j2", "`make -j2` of the shim's own objects, a fresh build directory each run", "make_j2"),
+    ("mp-pool", "a Python `multiprocessing` pool, fork start method, 4 workers, ~4 s of CPU "
+     "(tests/bench/mp_pool.py)", "mp_pool"),
     ("pgbench-C", "PostgreSQL 15 in a throwaway cluster (unix socket only), `pgbench -n -C -c 4 -T 6`: a "
      "forked backend per transaction", "pgbench"),
 ]
@@ -421,6 +450,18 @@ def targets(data):
                                        "%.0f" % a["images"]["median"] if a["images"] else "?",
                                        a["stop_ms"]["median"] if a["stop_ms"] else 0,
                                        "" if r["median"] <= 1.10 else ". Missed: " + CAUSES["make"]))
+        if b["key"] == "mp-pool":
+            held = summarize([r.get("held") for r in a["runs"] if r["round"] >= 1 and r.get("ok")])
+            merged = summarize([r.get("merged") for r in a["runs"] if r["round"] >= 1 and r.get("ok")])
+            if held:
+                add("the parent's CPU profile ≥ 0.9 of the tree's CPU", b["key"], held["median"], 0.9,
+                    held["median"] >= 0.9,
+                    "profile / the tree's own clocks (os.times, children reaped): median %.3f (%.3f–%.3f) over %d "
+                    "rounds; workers merged (each under its pid label) median %s of 4%s" % (
+                        held["median"], held["min"], held["max"], held["n"],
+                        "%.0f" % merged["median"] if merged else "?",
+                        "" if held["median"] >= 0.9 else ". Missed: CPU a worker uses after its stop (its "
+                        "teardown) is in no profile"))
         if b["key"] == "pgbench-C":
             c = _cfg(b, "cpuonly")
             r = c["ratio_to_plain"]["tps"] if c else None
