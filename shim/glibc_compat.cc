@@ -4,8 +4,6 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
-#include <link.h>
-#include <sched.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -14,7 +12,6 @@
 #include <unistd.h>
 
 #include "real.h"
-#include "sys.h"
 
 // --- functions bound to their old version ----------------------------------
 // glibc 2.34 moved libpthread's, libdl's and librt's functions into libc and

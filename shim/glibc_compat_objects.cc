@@ -41,10 +41,10 @@ namespace {
 // loader's list: dl_iterate_phdr takes the loader's lock, and a sampling
 // signal that lands while the program's own thread holds it (every C++
 // throw of GCC 10's libgcc, every dlopen) would wait on itself for ever. The
-// table is made outside any handler (setup, after each dlopen and dlclose)
-// and published under a sequence count; a walk that meets it mid-update, or
-// a pc in no object it holds (one loaded since without dlopen: glibc's own
-// NSS modules), ends there, as at a frame with no unwind information.
+// table is made outside any handler (setup, before each dlopen, after each
+// dlclose) and published under a sequence count; a walk that meets it
+// mid-update ends there, as at a frame with no unwind information, and a
+// pc in no object it holds is looked up in the loader's list (below).
 struct Obj {
   uintptr_t lo, hi, eh;
   struct link_map* lm;
@@ -58,29 +58,37 @@ int g_stale;           // objects may have come or gone since the table was made
 Obj g_scratch[kObjs];  // (under g_refreshing)
 int g_nscratch;
 
-int add_obj(struct dl_phdr_info* info, size_t, void*) {
-  if (g_nscratch >= kObjs) return 1;
-  uintptr_t lo = UINTPTR_MAX, hi = 0, eh = 0, dyn = 0;
+// An object's span (its first to its last loadable segment), its
+// .eh_frame_hdr and its link map (found by its dynamic section), as
+// dl_iterate_phdr reports it; hi is 0 for one with nothing loaded.
+Obj object_of(const struct dl_phdr_info* info) {
+  Obj o{UINTPTR_MAX, 0, 0, nullptr};
+  uintptr_t dyn = 0;
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr)& ph = info->dlpi_phdr[i];
     const uintptr_t start = info->dlpi_addr + ph.p_vaddr;
     if (ph.p_type == PT_LOAD) {
-      if (start < lo) lo = start;
-      if (start + ph.p_memsz > hi) hi = start + ph.p_memsz;
+      if (start < o.lo) o.lo = start;
+      if (start + ph.p_memsz > o.hi) o.hi = start + ph.p_memsz;
     } else if (ph.p_type == PT_GNU_EH_FRAME) {
-      eh = start;
+      o.eh = start;
     } else if (ph.p_type == PT_DYNAMIC) {
       dyn = start;
     }
   }
-  if (lo >= hi) return 0;
-  Obj o{lo, hi, eh, nullptr};
+  if (o.lo >= o.hi) return Obj{0, 0, 0, nullptr};
   for (struct link_map* m = _r_debug.r_map; m && dyn; m = m->l_next)
     if (uintptr_t(m->l_ld) == dyn) {
       o.lm = m;
       break;
     }
-  g_scratch[g_nscratch++] = o;
+  return o;
+}
+
+int add_obj(struct dl_phdr_info* info, size_t, void*) {
+  if (g_nscratch >= kObjs) return 1;
+  const Obj o = object_of(info);
+  if (o.hi) g_scratch[g_nscratch++] = o;
   return 0;
 }
 
@@ -148,7 +156,6 @@ int search_lock(struct dl_phdr_info*, size_t, void* p) {
   return 1;
 }
 
-
 struct Live {
   uintptr_t pc;
   Obj found;
@@ -156,26 +163,8 @@ struct Live {
 
 int find_live(struct dl_phdr_info* info, size_t, void* p) {
   auto* live = static_cast<Live*>(p);
-  Obj o{UINTPTR_MAX, 0, 0, nullptr};
-  uintptr_t dyn = 0;
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-    const uintptr_t start = info->dlpi_addr + ph.p_vaddr;
-    if (ph.p_type == PT_LOAD) {
-      if (start < o.lo) o.lo = start;
-      if (start + ph.p_memsz > o.hi) o.hi = start + ph.p_memsz;
-    } else if (ph.p_type == PT_GNU_EH_FRAME) {
-      o.eh = start;
-    } else if (ph.p_type == PT_DYNAMIC) {
-      dyn = start;
-    }
-  }
+  const Obj o = object_of(info);
   if (live->pc < o.lo || live->pc >= o.hi) return 0;
-  for (struct link_map* m = _r_debug.r_map; m && dyn; m = m->l_next)
-    if (uintptr_t(m->l_ld) == dyn) {
-      o.lm = m;
-      break;
-    }
   live->found = o;
   return 1;
 }
