@@ -23,6 +23,7 @@ import threading
 import time
 
 from common import KINDS, Skip, base_env, check, clip, communicate_bounded, indent, profile_dir_names
+from test_forks_merge import _by_pid
 
 HANG_GUARD = 60  # seconds; only a guard against a hang
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -53,17 +54,6 @@ def _children_of(pid):
                         out.append(int(d))
             except OSError:
                 pass
-    return out
-
-
-def _cpu_by_pid(prof):
-    """{pid: cpu ns} over the CPU profile's samples, by their pid labels."""
-    i, out = prof.index("cpu"), {}
-    for s in prof.samples:
-        for line in s.labels:
-            m = re.search(r"pid:\[(\d+)\]", line)
-            if m:
-                out[int(m.group(1))] = out.get(int(m.group(1)), 0) + s.values[i]
     return out
 
 
@@ -194,7 +184,7 @@ def test_nginx_master_and_workers_are_one_program(ctx):
     check(profile_dir_names(prof) == want, "one program's files, the master's: want %s, PROFILE_DIR has %s\n"
           "stderr:\n%s" % (want, profile_dir_names(prof), indent(err)))
     cpu = ctx.read(os.path.join(prof, "nginx.cpu.pprof"))
-    by_pid = _cpu_by_pid(cpu)
+    by_pid = _by_pid(cpu, cpu.index("cpu"))
     truth = sum(workers.values())
     check(truth >= 0.5, "the workers used %.2f s of CPU: too little to compare" % truth)
     got = sum(by_pid.get(pid, 0) for pid in workers) / 1e9
@@ -348,7 +338,7 @@ def test_postgresql_backends_are_the_postmasters(ctx):
         path = mine[0].split(" | ", 1)[0].split()[3]
         check(path.endswith(".cpu.pprof"), "the postmaster's line names no CPU profile first: %s" % mine[0])
         cpu = ctx.read(path)
-        by_pid = _cpu_by_pid(cpu)
+        by_pid = _by_pid(cpu, cpu.index("cpu"))
         got = sum(by_pid.values()) / 1e9
         check(by_pid.get(pm, 0) < sum(by_pid.values()), "the backends' samples are missing: all under the postmaster")
         # Every backend is in the profile: each is credited its CPU to its
