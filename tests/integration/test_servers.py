@@ -38,9 +38,13 @@ def _free_port():
 
 
 def _proc_cpu_s(pid):
-    """utime + stime of a live process, in seconds (its own clock)."""
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
+    """utime + stime of a process, in seconds (its own clock); None once it
+    is reaped (a zombie still has its /proc entry)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return None
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
@@ -152,6 +156,7 @@ def _run_nginx(ctx, env, label):
         check(not errors and len(results) == REQUESTS, "%s: %d of %d requests served: %s" % (
             label, len(results), REQUESTS, errors[:1]))
         workers = {pid: _proc_cpu_s(pid) for pid in _children_of(p.pid)}
+        check(None not in workers.values(), "%s: a worker ended while it was being read: %s" % (label, workers))
         os.kill(p.pid, signal.SIGQUIT)
     except BaseException:
         os.killpg(p.pid, signal.SIGKILL)
@@ -265,11 +270,14 @@ class Cluster:
 
 def _tree_cpu_s(pid):
     """A process's CPU, its reaped children's and its live children's, in
-    seconds, by their own clocks (/proc: utime, stime, cutime, cstime)."""
+    seconds, by their own clocks (/proc: utime, stime, cutime, cstime). The
+    children first: one reaped before its own read is in the parent's
+    cutime read after (one reaped between the two reads counts twice: a
+    backend's few ms, on the side of a stricter share)."""
+    children = sum(c for c in (_proc_cpu_s(c) for c in _children_of(pid)) if c is not None)
     with open("/proc/%d/stat" % pid) as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    own = sum(int(x) for x in fields[11:15]) / CLK_TCK
-    return own + sum(_proc_cpu_s(c) for c in _children_of(pid))
+    return sum(int(x) for x in fields[11:15]) / CLK_TCK + children
 
 
 def _alive(pid):
