@@ -10,10 +10,9 @@ CROSS    := aarch64-linux-gnu-
 CXX      := $(CROSS)g++
 CC       := $(CROSS)gcc
 BUILD    := build-arm64
-# Debian's arm64 jemalloc is built without profiling (config.prof false,
-# 64 KiB pages): it links, but has no heap profile and no page count
-# (peak.cc). A jemalloc built with --enable-prof would lift this.
-CPPFLAGS += -DPROFSHIM_JE_NO_PROF
+# Debian's arm64 jemalloc is built without profiling (its rules enable it
+# on i386 and amd64 only): install-deps --arm64 builds Debian's own source
+# of it with --enable-prof, as its amd64 build is, into OWN_JEMALLOC.
 EMU      := qemu-aarch64-static
 DEPS_ARGS := --arm64
 else ifneq ($(filter $(ARCH),native x86_64 amd64),)
@@ -124,7 +123,12 @@ JEMALLOC_API := malloc calloc realloc free posix_memalign aligned_alloc memalign
 # OWN_JEMALLOC; it is taken over the system's (chosen when the recipe runs:
 # install-deps may have put it there after this Makefile was read).
 OWN_JEMALLOC := /usr/local/lib/profshim/$(MULTIARCH)/libjemalloc_pic.a
-$(BUILD)/jemalloc_pic.a: $(LIBDIR)/libjemalloc_pic.a Makefile | $(BUILD)/.deps-ok
+ifeq ($(ARCH),arm64)
+JEMALLOC_A := $(OWN_JEMALLOC)
+else
+JEMALLOC_A := $(LIBDIR)/libjemalloc_pic.a
+endif
+$(BUILD)/jemalloc_pic.a: $(JEMALLOC_A) Makefile | $(BUILD)/.deps-ok
 	src=$<; [ "$(ARCH)" = arm64 ] || [ ! -f $(OWN_JEMALLOC) ] || src=$(OWN_JEMALLOC); \
 	$(OBJCOPY) --rename-section .text=profshim_alloc --rename-section .text.unlikely=profshim_alloc \
 	        --rename-section .text.startup=profshim_alloc \
@@ -143,7 +147,7 @@ $(BUILD)/jemalloc_pic.a: $(LIBDIR)/libjemalloc_pic.a Makefile | $(BUILD)/.deps-o
 # On a fresh machine the archives come with install-deps, run once, as
 # $(BUILD)/.deps-ok's recipe: a recipe here would run it a second time, at
 # once under -j, and lose the race for apt's lock.
-$(LIBDIR)/libjemalloc_pic.a $(LIBIBERTY): | $(BUILD)/.deps-ok
+$(JEMALLOC_A) $(LIBIBERTY): | $(BUILD)/.deps-ok
 	@test -f $@ || { echo "# profshim: error: $@ is missing after scripts/install-deps" >&2; exit 1; }
 
 # The version script is made from the one list of exported names, which

@@ -122,19 +122,10 @@ const Var kVars[] = {
      [](const char* s, C* c) { return c->name = slug(s), true; }},
     {"PROFILE_CPU_HZ", "100", "CPU samples per second of CPU time per thread; 0 = no CPU profile",
      "an integer from 0 to 10000", [](const char* s, C* c) { return parse_u32(s, 0, 10000, &c->cpu_hz); }},
-#ifndef PROFSHIM_JE_NO_PROF
     {"PROFILE_HEAP_SAMPLE", "524288",
      "mean bytes between heap samples, rounded to a power of two; 0 = no heap profile",
      "an integer number of bytes from 0 to 1099511627776",
      [](const char* s, C* c) { return parse_u64(s, uint64_t(1) << 40, &c->heap_sample); }},
-#else
-    // A build whose jemalloc has no profiling (Makefile: Debian's arm64
-    // one): no heap profile, said before the program runs, not by
-    // jemalloc's boot (its own lines on stderr) at the first malloc.
-    {"PROFILE_HEAP_SAMPLE", "0", "0 = no heap profile: this build has none",
-     "0: this build's jemalloc has no heap profiling (Debian's arm64 one)",
-     [](const char* s, C* c) { return s[0] == '0' && s[1] == 0 && (c->heap_sample = 0, true); }},
-#endif
     {"PROFILE_WAIT_SAMPLE", "100000000", "nanoseconds of waiting per wait-profile sample; 0 = no wait profile",
      "an integer number of nanoseconds from 0 to 60000000000",
      [](const char* s, C* c) { return parse_u64(s, 60000000000ull, &c->wait_sample_ns); }},

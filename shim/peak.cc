@@ -14,24 +14,20 @@
 // (src/extent.c: curpages, maintained for prof_gdump); made global and
 // renamed in the build's copy of the archive (Makefile). An atomic_zu_t is
 // one size_t.
-// PROFSHIM_JE_NO_PROF: a jemalloc built without profiling (Debian's arm64
-// one, Makefile) has no such count, nor a heap profile to check.
-#ifndef PROFSHIM_JE_NO_PROF
 extern "C" __attribute__((visibility("hidden"))) size_t profshim_je_curpages;
-#endif
 
 namespace peak {
 namespace {
 
 using Backtrace = void (*)(void**, unsigned*, unsigned);
 
-constexpr uint64_t kPage = 4096;  // jemalloc's LG_PAGE in Debian's build
 constexpr uint64_t kFirstBackoffNs = 1000000000ull, kMaxBackoffNs = 16000000000ull;
 
 struct State {
   Backtrace jemallocs;  // the unwind jemalloc would have done
   bool (*wake)();
   uint64_t floor;
+  uint64_t page;  // jemalloc's page (arenas.page): 4 KiB on x86-64, 64 KiB on arm64 (Makefile)
   uint64_t after_ns;  // PROFILE_PEAK_AFTER
   uint64_t age_ns;    // when this image is old enough (CLOCK_MONOTONIC)
   std::atomic<bool> on;
@@ -44,13 +40,9 @@ struct State {
 };
 State g;  // zero-initialised: no dynamic initialiser (DESIGN "Globals")
 
-#ifndef PROFSHIM_JE_NO_PROF
 uint64_t pages_now() { return __atomic_load_n(&profshim_je_curpages, __ATOMIC_RELAXED); }
-#else
-uint64_t pages_now() { return 0; }
-#endif
 
-uint64_t pages_for(uint64_t bytes) { return (bytes + kPage - 1) / kPage; }
+uint64_t pages_for(uint64_t bytes) { return (bytes + g.page - 1) / g.page; }
 
 __attribute__((noinline)) void check(uint64_t pages) {
   if (g.asked.load(std::memory_order_relaxed)) return;  // the worker has it
@@ -84,9 +76,12 @@ bool setup(uint64_t floor_bytes, uint64_t after_ms, bool (*wake)(), const char**
   g.floor = floor_bytes;
   g.after_ns = after_ms * 1000000ull;
   g.wake = wake;
-#ifdef PROFSHIM_JE_NO_PROF
-  return *err = "this build's jemalloc has no profiling (no heap peaks)", false;
-#endif
+  size_t page = 0, page_sz = sizeof page;
+  if (jemalloc_raw::ctl("arenas.page", &page, &page_sz, nullptr, 0) != 0 || page == 0) {
+    *err = "jemalloc did not say its page size (arenas.page)";
+    return false;
+  }
+  g.page = page;
   size_t sz = sizeof g.jemallocs;
   Backtrace mine = hook;
   if (jemalloc_raw::ctl("experimental.hooks.prof_backtrace", &g.jemallocs, &sz, &mine, sizeof mine) != 0 ||

@@ -49,35 +49,20 @@ TEST(defaults) {
   CHECK(c.active);
   CHECK_EQ(c.name, std::string("run"));
   CHECK_EQ(c.cpu_hz, 100u);
-#ifndef PROFSHIM_JE_NO_PROF
   CHECK_EQ(c.heap_sample, uint64_t(524288));
   CHECK_EQ(c.heap_lg_sample, 19u);
-#else  // a build with no heap profile (Makefile: arm64's jemalloc): none by default, none accepted
-  CHECK_EQ(c.heap_sample, uint64_t(0));
-#endif
   CHECK_EQ(c.stop_timeout_ms, uint64_t(10000));
-#ifdef PROFSHIM_JE_NO_PROF
-  CHECK(!parse_with({{"PROFILE_DIR", "/tmp/p"}, {"PROFILE_HEAP_SAMPLE", "32768"}}, &c).empty());
-#endif
 }
-
-#ifndef PROFSHIM_JE_NO_PROF
-#define HEAP_SAMPLE_ASKED "32768"
-#else
-#define HEAP_SAMPLE_ASKED "0"
-#endif
 
 TEST(valid_values) {
   config::Config c;
   CHECK_EQ(parse_with({{"PROFILE_DIR", "d"}, {"PROFILE_NAME", "a b"}, {"PROFILE_CPU_HZ", "0"},
-                       {"PROFILE_HEAP_SAMPLE", HEAP_SAMPLE_ASKED}, {"PROFILE_STOP_TIMEOUT", "2.5"}},
+                       {"PROFILE_HEAP_SAMPLE", "32768"}, {"PROFILE_STOP_TIMEOUT", "2.5"}},
                       &c),
            std::string());
   CHECK_EQ(c.name, std::string("a-b"));
   CHECK_EQ(c.cpu_hz, 0u);
-#ifndef PROFSHIM_JE_NO_PROF
   CHECK_EQ(c.heap_lg_sample, 15u);
-#endif
   CHECK_EQ(c.stop_timeout_ms, uint64_t(2500));
   CHECK_EQ(parse_with({{"PROFILE_DIR", "d"}, {"PROFILE_CPU_HZ", "10000"}, {"PROFILE_HEAP_SAMPLE", "0"}}, &c),
            std::string());
