@@ -29,7 +29,13 @@ OBJCOPY  := $(CROSS)objcopy
 AR       := $(CROSS)ar
 LIB      := $(BUILD)/libprofshim.so
 OPTIONS  := $(BUILD)/profshim-options.tsv
+# arm64's is named, not asked of the cross compiler: on a fresh machine
+# that comes with install-deps, after this Makefile is read.
+ifeq ($(ARCH),arm64)
+MULTIARCH := aarch64-linux-gnu
+else
 MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+endif
 LIBDIR   := /usr/lib/$(MULTIARCH)
 
 CXXFLAGS ?= -O2 -g
@@ -280,9 +286,14 @@ install: $(LIB) $(OPTIONS)
 	install -m 0644 README.md $(DOCDIR)/
 	install -m 0644 $(DOC_SRCS) $(DOCDIR)/docs/
 
+# Only what install put there: PREFIX/lib/profshim is also where
+# install-deps keeps the parts it builds (/usr/local/lib/profshim: Debian
+# 11's jemalloc and Go, arm64's jemalloc).
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/lib/libprofshim.so $(DESTDIR)$(PREFIX)/bin/profshim
-	rm -rf $(DESTDIR)$(PREFIX)/lib/profshim $(SHAREDIR) $(DOCDIR)
+	rm -f $(DESTDIR)$(PREFIX)/lib/libprofshim.so $(DESTDIR)$(PREFIX)/bin/profshim \
+	  $(DESTDIR)$(PREFIX)/lib/profshim/options_dump
+	rmdir $(DESTDIR)$(PREFIX)/lib/profshim 2>/dev/null || true
+	rm -rf $(SHAREDIR) $(DOCDIR)
 
 # build/profshim_VERSION_ARCH.deb: `make install PREFIX=/usr` into a staging
 # root, then dpkg-deb (scripts/make-deb says what it depends on and why).

@@ -43,7 +43,7 @@ def _proc_cpu_s(pid):
     try:
         with open("/proc/%d/stat" % pid) as f:
             fields = f.read().rsplit(")", 1)[1].split()
-    except FileNotFoundError:
+    except OSError:  # gone before the open (ENOENT) or the read (ESRCH)
         return None
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
