@@ -198,6 +198,9 @@ class Tree:
             if expect_images is not None and len(lines) != expect_images:
                 files = files or "%d summary lines, want %d" % (len(lines), expect_images)
             r["stops"] = [(x[0], x[1], x[2], x[3], x[4][-120:]) for x in lines]
+            # What an operator finds in PROFILE_DIR after this run (a build,
+            # a pgbench round): the files its images' lines name.
+            r["files"] = sum(len(m.group(1).split()) for m in LINE_RE.finditer(err))
         elif lines:
             why = why or "unexpected profshim line: " + lines[0][4][:200]
         for what in (why, files):
@@ -386,6 +389,7 @@ def run(bench, run_program, rounds, only=None):
                          "cold_stop_ms": summarize([s[0] for s in cold]),
                          "cached": sum(s[2] for s in warm), "addresses": sum(s[3] for s in warm),
                          "images": summarize([len(r.get("stops", [])) for r in good]) if cfg in ("active", "cpuonly") else None,
+                         "files": summarize([r["files"] for r in good if "files" in r]) if cfg in ("active", "cpuonly") else None,
                          "files_errors": [r["files_error"] for r in all_runs if r.get("files_error")],
                          "slowest": max(warm, key=lambda s: s[0] or 0)[4] if warm else None,
                          "runs": [{k: v for k, v in r.items() if k != "stops"} for r in all_runs]})
@@ -487,7 +491,8 @@ def render(data, fmt_range, md_table):
          "`×plain` cell is the median (min–max) of the per-round ratios to the plain run of the same round. "
          "Active runs of a workload share one `PROFILE_DIR` (and so the symbol cache, warm after the warm-up "
          "round); `stop ms` is over every image's summary line of the counted rounds, `cold` the first active "
-         "run's, with an empty cache. `from cache` is the share of addresses named from the symbol cache." % (
+         "run's, with an empty cache. `from cache` is the share of addresses named from the symbol cache; "
+         "`files a run`, the files a run's lines name (a build, a pgbench round)." % (
              data["warmup"], data["rounds"]), ""]
     rows = []
     for b in data["benchmarks"]:
@@ -498,9 +503,10 @@ def render(data, fmt_range, md_table):
                          fmt_range(r[m], "%.3f"), fmt_range(s["cpu_s"], "%.2f"), fmt_range(r["cpu_s"], "%.3f"),
                          fmt_range(c["stop_ms"], "%.0f") if c["stop_ms"] else "",
                          fmt_range(c["cold_stop_ms"], "%.0f") if c["cold_stop_ms"] else "",
-                         "%.0f%%" % (100.0 * c["cached"] / c["addresses"]) if c["addresses"] else ""])
+                         "%.0f%%" % (100.0 * c["cached"] / c["addresses"]) if c["addresses"] else "",
+                         fmt_range(c["files"], "%.0f") if c.get("files") else ""])
     L.append(md_table(["workload", "configuration", "wall s / tps", "×plain", "user+sys s", "cpu ×plain",
-                       "stop ms", "cold stop ms", "from cache"], rows))
+                       "stop ms", "cold stop ms", "from cache", "files a run"], rows))
     L.append("")
     for key, label, _ in WORKLOADS:
         L.append("- `%s`: %s.%s" % (key, label, (" Not run: " + data["skipped"][key]) if key in data["skipped"]
