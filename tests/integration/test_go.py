@@ -111,10 +111,12 @@ _HASH_BLOCK = ("crypto/sha256.block", "crypto/internal/fips140/sha256.block")
 _HASH_WRITE = ("crypto/sha256.(*digest).Write", "crypto/internal/fips140/sha256.(*Digest).Write")
 
 
-# The hashing's share of the CPU depends on the processor: with SHA-NI (Go 1.24
-# on Debian 13 picks it) it was 16-18% of the run, without it above 30%. A walk
-# that loses the goroutines' stacks leaves it near zero.
-_HASH_SHARE = 0.1
+# The hashing's share of the CPU depends on the processor and the machine's
+# load: with SHA-NI (Go 1.24 on Debian 13 picks it) 16-18% of the run on a
+# quiet machine, 9.9% at load 17, without it above 30%. A walk that loses
+# the goroutines' stacks leaves it near zero; one that stops at the leaf
+# leaves the hashing without its caller, whatever its share.
+_HASH_SHARE = 0.03
 
 
 def _cum_any(prof, names, kind):
@@ -184,8 +186,9 @@ def test_go_program_that_returns_from_main(ctx):
         cpu_through, ending = _through(prof, "runtime.systemstack", "runtime.goexit")
         switched[0] += cpu_through
         switched[1] += ending
-        check(_cum_any(prof, _HASH_WRITE, "cpu") > _HASH_SHARE * cpu,
-              "%s: the hashing has no caller in the profile\n%s" % (what, prof.cum_table("cpu")))
+        block = _cum_any(prof, _HASH_BLOCK, "cpu")
+        check(block > _HASH_SHARE * cpu and _cum_any(prof, _HASH_WRITE, "cpu") >= 0.9 * block,
+              "%s: the hashing is not in the profile, or has no caller there\n%s" % (what, prof.cum_table("cpu")))
         heap = ctx.read(os.path.join(d, "run.heap.pprof"), r)
         check(heap.total("inuse_space") >= 64 << 20, "%s: the heap profile holds %d bytes in use, not the 64 MiB\n%s" % (
             what, heap.total("inuse_space"), heap.cum_table("inuse_space")))
