@@ -17,7 +17,11 @@ import signal
 from common import Skip, check, image_files, indent
 from st_helpers import pprofs, prof_env, run, start
 
-RUBY_LOOP = 'STDOUT.sync = true; puts "up"; loop { 1 + 1 }'
+# "up" comes from a thread once the main thread is in its loop: a signal
+# sent on it lands there, and SIGINT's backtrace on stderr (where Ruby was)
+# is the same in every run; sent while main was still writing "up" itself,
+# it named `write`, depending on timing alone.
+RUBY_LOOP = 'STDOUT.sync = true; Thread.new { sleep 0.2; puts "up" }; loop { 1 + 1 }'
 FILES = image_files("run")
 
 
