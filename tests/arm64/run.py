@@ -8,8 +8,8 @@ workloads below, then runs this. Not part of `make test`: it needs
 Runs, each binary under the emulator (EMU, default qemu-aarch64-static):
   - every unit binary BUILD/tests/unit/*_test, as tests/run.py does;
   - a few workloads plain and under the arm64 shim, their files read with
-    this machine's `go tool pprof`: a CPU burner, a heap holder (its heap profile), a SIGTERM
-    stop, a fork; an exec where the kernel can run an arm64 image itself
+    this machine's `go tool pprof`: a CPU burner, a heap holder (its heap
+    profile), a SIGTERM stop, a fork; an exec where the kernel can run an arm64 image itself
     (binfmt_misc), else SKIP (qemu-user's execve asks the kernel).
 Prints PASS/FAIL/SKIP lines and "N passed, N failed" last, as tests/run.py.
 

@@ -37,27 +37,28 @@ def _free_port():
     return port
 
 
-def _proc_cpu_s(pid):
-    """utime + stime of a process, in seconds (its own clock); None once it
-    is reaped (a zombie still has its /proc entry)."""
+def _stat(pid):
+    """/proc/PID/stat's fields after the command (state first), or None
+    once the process is reaped (a zombie still has its entry)."""
     try:
-        with open("/proc/%d/stat" % pid) as f:
-            fields = f.read().rsplit(")", 1)[1].split()
+        with open("/proc/%s/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()
     except OSError:  # gone before the open (ENOENT) or the read (ESRCH)
         return None
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def _proc_cpu_s(pid):
+    """utime + stime of a process, in seconds (its own clock); None once it is reaped."""
+    fields = _stat(pid)
+    return None if fields is None else (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
 def _children_of(pid):
     out = []
     for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open("/proc/%s/stat" % d) as f:
-                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
-                        out.append(int(d))
-            except OSError:
-                pass
+        fields = _stat(d) if d.isdigit() else None
+        if fields and int(fields[1]) == pid:
+            out.append(int(d))
     return out
 
 
@@ -275,17 +276,14 @@ def _tree_cpu_s(pid):
     cutime read after (one reaped between the two reads counts twice: a
     backend's few ms, on the side of a stricter share)."""
     children = sum(c for c in (_proc_cpu_s(c) for c in _children_of(pid)) if c is not None)
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
+    fields = _stat(pid)
+    check(fields is not None, "process %d is gone before its tree's CPU was read" % pid)
     return sum(int(x) for x in fields[11:15]) / CLK_TCK + children
 
 
 def _alive(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+    fields = _stat(pid)
+    return fields is not None and fields[0] != "Z"
 
 
 def _pgbench_round(cl, env, label):
