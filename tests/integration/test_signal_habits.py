@@ -9,9 +9,9 @@ test_signals_api.py.
 import os
 import shutil
 
-from common import check
+from common import check, func_matches
 from sig_helpers import both, same_as_plain
-from st_helpers import by_thread, prof_env, run, truths
+from st_helpers import by_thread, labels, prof_env, run, truths
 
 
 def test_sampling_on_a_programs_small_alternate_stack(ctx):
@@ -50,7 +50,11 @@ def test_single_threaded_program_can_unshare_a_user_namespace(ctx):
 def test_thread_names_after_many_threads(ctx):
     """33,000 short threads, then one named "worker" burns 0.3 s: its
     samples carry thread_name=worker (the names table was capped and keyed by
-    tid, so a late or reused tid got an old name or none)."""
+    tid, so a late or reused tid got an old name or none). The worker's tid
+    can be an earlier short thread's too (the kernel reuses them: that is
+    the point), and that thread, or the worker before its
+    pthread_setname_np, may have a sample under the process's name: true,
+    and never in habit_burn, the worker's work."""
     d = ctx.mkdtemp("prof")
     r = run(ctx, ["sig_habits", "tidreuse", "33000"], env=prof_env(ctx, d), timeout=120)
     check(r.status.is_exit(0), "%s\n%s" % (r.status, r.describe()))
@@ -59,7 +63,14 @@ def test_thread_names_after_many_threads(ctx):
     names = by_thread(prof, "samples", key="thread_name")
     ids = by_thread(prof, "samples", key="thread_id")
     check(ids.get(tid, 0) > 0, "the worker's samples are missing\n%s" % prof.cum_table("samples"))
-    check(names.get("worker", 0) == ids.get(tid, 0), "the worker's samples must all be named worker: "
-          "by name %s, its tid %s has %d" % (names, tid, ids.get(tid, 0)))
+    i = prof.index("samples")
+    work = [s for s in prof.samples if any(func_matches(f.name, "habit_burn") for f in s.stack)]
+    named = sum(s.values[i] for s in work if labels(s).get("thread_name") == "worker")
+    check(work and named == sum(s.values[i] for s in work),
+          "the worker's samples in habit_burn must all be named worker: %d of %d are; by name %s, its tid %s "
+          "has %d" % (named, sum(s.values[i] for s in work), names, tid, ids.get(tid, 0)))
+    check(names.get("worker", 0) >= ids.get(tid, 0) - 3,
+          "the worker's samples must be named worker: by name %s, its tid %s has %d" % (
+              names, tid, ids.get(tid, 0)))
 
 
