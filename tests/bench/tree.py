@@ -18,7 +18,8 @@ costs.
   transaction. Target: ≥ 0.9× plain throughput.
 
 Each is run plain, inert and active, interleaved (every workload under every
-configuration, then again), one warm-up round not counted; a ratio is the
+configuration, then again, each round starting one configuration later),
+one warm-up round not counted; a ratio is the
 median of the per-round ratios to the plain run of the same round. Active
 runs of one workload share one PROFILE_DIR across rounds, as the images of
 one build or one server do, so the symbol cache (docs/DESIGN.md) is warm
@@ -365,7 +366,9 @@ def run(bench, run_program, rounds, only=None):
     runs = {(w[0], c): [] for w in wls for c, _ in configs_of(w[0])}
     for rnd in range(0, rounds + 1):
         for key, _, fn in wls:
-            for cfg, _ in configs_of(key):
+            # Rotated each round, as bench.py's: a fixed order biases the ratios.
+            cfgs = configs_of(key)
+            for cfg, _ in cfgs[rnd % len(cfgs):] + cfgs[:rnd % len(cfgs)]:
                 runs[(key, cfg)].append(getattr(t, fn)(cfg, rnd))
         bench.log("tree round %d%s done" % (rnd, " (warm-up)" if rnd < 1 else ""))
     out = []
