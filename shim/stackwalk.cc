@@ -256,11 +256,19 @@ const pthread_attr_t* with_room(const pthread_attr_t* attr, pthread_attr_t* copy
     return n;
   }();
   void* lo = nullptr;
-  size_t size = 0;
-  if (!attr || pthread_attr_getstack(attr, &lo, &size) != 0 || size >= (1u << 20)) return attr;
+  size_t set = 0, size = 0;
+  // pthread_attr_getstack gives the size as set, 0 when it was not (the
+  // default then applies); pthread_attr_getstacksize gives the size the
+  // thread will get. Taken from the first, an unset size became the room
+  // alone: on a machine whose signal frame is large (AVX-512, 11,952
+  // bytes) that passed glibc's minimum, and such threads got ~16 KiB
+  // stacks (Chromium's thread pool overflowed them).
+  if (!attr || pthread_attr_getstack(attr, &lo, &set) != 0 || pthread_attr_getstacksize(attr, &size) != 0 ||
+      size >= (1u << 20))
+    return attr;
   // A stack of the program's own memory: glibc reports its lowest address;
   // with none set it reports 0 (newer glibc) or 0 - size (2.36).
-  if (lo && reinterpret_cast<uintptr_t>(lo) + size != 0) return attr;
+  if (lo && reinterpret_cast<uintptr_t>(lo) + set != 0) return attr;
   // The signal frame (the kernel's minimum for this machine) and the
   // handler's few frames.
   size_t signal_room = sampled ? getauxval(AT_MINSIGSTKSZ) + (2 << 10) : 0;

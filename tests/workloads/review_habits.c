@@ -5,6 +5,9 @@
 //                   ends soon after; the process must die of SIGTERM.
 //   blocked_fault   a worker that blocks every signal faults (SIGSEGV).
 //   smallstack N    two threads with 16 KiB stacks, N bytes in use, burn CPU.
+//   defaultattr     a thread made with attributes whose stack size is not
+//                   set (the default's) prints its stack's size and puts
+//                   256 KiB of it to use while it burns CPU.
 //   sigsuspend_own  blocks SIGRTMAX-4, sends it to itself, waits in sigsuspend
 //                   with the old mask: its handler runs once.
 //   sigrelse_own    sighold(SIGRTMAX-4), raise it, sigrelse: the handler runs
@@ -66,6 +69,19 @@ static void* small(void* a) {
   volatile char pad[pad_bytes];
   memset((char*)pad, 1, (size_t)pad_bytes);
   return (void*)(small_burn() + pad[0] + (long)a);
+}
+
+static void* default_sized(void* a) {
+  pthread_attr_t at;
+  size_t size = 0;
+  if (pthread_getattr_np(pthread_self(), &at) == 0) {
+    pthread_attr_getstacksize(&at, &size);
+    pthread_attr_destroy(&at);
+  }
+  printf("stack %zu KiB\n", size >> 10);
+  fflush(stdout);
+  pad_bytes = 256 << 10;
+  return small(a);
 }
 
 static ucontext_t fiber_main, fiber_ctx;
@@ -149,6 +165,14 @@ int main(int argc, char** argv) {
       if (pthread_create(&t[i], &at, small, NULL)) return 3;
     for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
     printf("ok with %d bytes used\n", pad_bytes);
+  } else if (!strcmp(mode, "defaultattr")) {
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_JOINABLE);
+    pthread_t t;
+    if (pthread_create(&t, &at, default_sized, NULL)) return 3;
+    pthread_join(t, NULL);
+    printf("ok\n");
   } else if (!strcmp(mode, "sigsuspend_own")) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
