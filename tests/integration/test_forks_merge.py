@@ -206,7 +206,7 @@ def test_snapshots_and_the_stop_add_up_to_the_children(ctx):
     """With a snapshot a second, each child's samples are in the first set
     written after it handed over and in no other: the numbered CPU profiles
     and the final one add up to the children's CPU (not twice it)."""
-    r, d = ctx.profile([PROG, "100", "2000", "2"], PROFILE_INTERVAL="1s", PROFILE_SNAPSHOT_KEEP="1000")
+    r, d = ctx.profile([PROG, "100", "25000", "2"], PROFILE_INTERVAL="1s", PROFILE_SNAPSHOT_KEEP="1000")
     kids, _ = _children(r)
     files = [n for n in os.listdir(d) if re.match(r"run\.(\d+\.)?cpu\.pprof$", n)]
     check(len(files) >= 2, "want snapshots beside the final CPU profile: %s\n%s" % (files, r.describe()))
