@@ -146,6 +146,10 @@ struct Engine {
   // (part is null when it had none). An engine without fields of its own in
   // summary::Figures says its own segment (Figures::more).
   void (*figures)(const Part* part, summary::Figures* f) = nullptr;
+  // Optional. The final stop's set is collected: the memory its tables
+  // hold goes back to the system before the stop's own work adds to the
+  // process's peak RSS. Not after an exec's stop (resume reads them again).
+  void (*release)() = nullptr;
 };
 
 // The engines, in the order their files are written. What turns sampling

@@ -96,6 +96,7 @@ const Engine kCpu = {
     .table = &kSource,
     .collect = collect,
     .figures = figures,
+    .release = sampler::release_table,
 };
 
 }  // namespace engine

@@ -98,6 +98,7 @@ const Engine kWait = {
     .table = &kSource,
     .collect = collect,
     .figures = figures,
+    .release = waits::release_table,
 };
 
 }  // namespace engine

@@ -13,6 +13,7 @@
 #include "atomic_file.h"
 #include "forks.h"
 #include "gzip.h"
+#include "heap.h"
 #include "identity.h"
 #include "image.h"
 #include "pprof.h"
@@ -309,6 +310,7 @@ void write(Set& set, const Target& to, Written* out) {
   // The session outlives the profiles' writing: what it looked up is kept
   // for the images after it once they are written.
   symbolize::Session session(set.maps, true, to.symbol_cache);
+  session.after_each_module(heap::trim_private_arena);
   if (to.names)
     lookup_reusing(session, to.names, &sym);
   else
@@ -334,7 +336,7 @@ void write(Set& set, const Target& to, Written* out) {
 void run(Context& ctx) {
   const config::Config& cfg = *ctx.cfg;
   // The snapshot worker's work in progress ends first: one writer at a time.
-  snapshot::halt(ctx.deadline_mono_ns);
+  const bool worker_let_go = snapshot::halt(ctx.deadline_mono_ns);
   // What a stop that gives up names as written is its own files only (a
   // snapshot's, through the same writer, filled the list before).
   atomic_file::stop_writes();
@@ -360,6 +362,9 @@ void run(Context& ctx) {
   when.mono_ns = ctx.stop_mono_ns;
   when.real_ns = sys::now_ns(CLOCK_REALTIME);
   collect(engine::Why::kStop, when, &set);
+  // Nothing reads the tables after this but a snapshot worker that did not
+  // let go, or the same image after a failed exec (its stop is an exec's).
+  if (worker_let_go && strcmp(ctx.how, "exec") != 0) engine::each_on(&engine::Engine::release);
   // Pid reuse, a daemon taking NAME, another program's NAME.* (image.h).
   ctx.stem = image::final_stem(cfg.dir, ctx.stem, cpu_ns);
   Target to;

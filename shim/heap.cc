@@ -189,12 +189,26 @@ void share_main_arena() {
   jemalloc_raw::ctl_by_mib(mib, n, &was, &sz, &zero, sizeof zero);
 }
 
+namespace {
+thread_local unsigned t_private_arena;  // its index + 1, 0 for none
+}  // namespace
+
 void use_private_arena() {
   if (!alloc_choice::jemalloc()) return;
   unsigned idx = 0;
   size_t sz = sizeof idx;
-  if (mallctl("arenas.create", &idx, &sz, nullptr, 0) == 0)
-    mallctl("thread.arena", nullptr, nullptr, &idx, sizeof idx);
+  if (mallctl("arenas.create", &idx, &sz, nullptr, 0) == 0 &&
+      mallctl("thread.arena", nullptr, nullptr, &idx, sizeof idx) == 0)
+    t_private_arena = idx + 1;
+}
+
+void trim_private_arena() {
+  if (!t_private_arena) return;
+  // Freed blocks cached for this thread keep their slabs from being free.
+  mallctl("thread.tcache.flush", nullptr, nullptr, nullptr, 0);
+  char name[32];
+  snprintf(name, sizeof name, "arena.%u.purge", t_private_arena - 1);
+  mallctl(name, nullptr, nullptr, nullptr, 0);
 }
 
 bool dump(std::string* text, std::string* err) {

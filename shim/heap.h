@@ -31,6 +31,11 @@ void set_thread_active(bool on);
 bool swap_thread_active(bool on);
 // Moves the calling thread's allocations to an arena of its own.
 void use_private_arena();
+// On a thread that use_private_arena moved (else nothing): the pages its
+// arena holds free go back to the system now, not at jemalloc's decay
+// (10 s). The stop calls it between modules: what libdw allocated for one
+// and freed is otherwise still resident, under the next one's.
+void trim_private_arena();
 // Binds the calling thread to arena 0, the main thread's. jemalloc purges
 // an arena whole when the last thread bound to it exits (tcache_destroy)
 // and gives a new thread the arena with the fewest threads: a program that

@@ -232,6 +232,8 @@ void for_each_since(uint64_t* cursor, void (*fn)(const Stack&, void*), void* arg
   g_table.for_each_since(cursor, fn, arg);
 }
 
+void release_table() { g_table.release_pages(); }
+
 Stats stats() {
   return {g.signals.load(),        g.expirations.load(),         g.credited.load(),
           g.credited_nanos.load(), g_table.dropped(),       g_table.dropped_weight(),

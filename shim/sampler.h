@@ -75,6 +75,9 @@ void for_each(void (*fn)(const Stack&, void*), void* arg);
 // The same for the stacks published since *cursor (0 at first), which it
 // advances: a dlclose looks only at what is new.
 void for_each_since(uint64_t* cursor, void (*fn)(const Stack&, void*), void* arg);
+// After the final stop's collect: the table's pages go (stack_table.h,
+// release_pages); nothing reads them again.
+void release_table();
 
 struct Stats {
   uint64_t signals;      // timer signals taken

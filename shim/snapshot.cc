@@ -227,8 +227,8 @@ void on_signal() {
   bump();
 }
 
-void halt(uint64_t deadline_mono_ns) {
-  if (!g.cfg || g.pid.load() != raw_pid()) return;
+bool halt(uint64_t deadline_mono_ns) {
+  if (!g.cfg || g.pid.load() != raw_pid()) return !g.cfg || !__atomic_load_n(&g.busy, __ATOMIC_SEQ_CST);
   g.pid.store(0);
   g.gen.fetch_add(1);
   bump();
@@ -238,6 +238,7 @@ void halt(uint64_t deadline_mono_ns) {
     sys::futex_wait(&g.busy, 1, until - now);
     now = sys::now_ns(CLOCK_MONOTONIC);
   }
+  return !__atomic_load_n(&g.busy, __ATOMIC_SEQ_CST);
 }
 
 void at_stop(const engine::Part* final_heap, summary::Figures* f) { snapshot_jobs::settle(final_heap, f); }

@@ -45,8 +45,10 @@ void resume();
 void on_signal();
 
 // A stop: the worker's work in progress finishes and it ends; waited for
-// at most half the time left to deadline_mono_ns. Signal-safe.
-void halt(uint64_t deadline_mono_ns);
+// at most half the time left to deadline_mono_ns. True if no job runs now
+// (none will after): the worker let go in time, or there is none.
+// Signal-safe.
+bool halt(uint64_t deadline_mono_ns);
 // At the stop, after its set is written: the heap-peak file kept only if
 // its in use exceeds the final heap profile's by more than peak::kGrowth
 // (else the final profile says the same, later) and removed otherwise; a

@@ -100,6 +100,14 @@ void Table::unmap() {
   entries_ = nullptr, slots_ = nullptr, arena_ = nullptr, names_ = nullptr, log_ = nullptr;
 }
 
+void Table::release_pages() {
+  if (!entries_) return;
+  madvise(entries_, sizeof(Entry) * kTableSize, MADV_DONTNEED);
+  madvise(slots_, sizeof(uint32_t) * kTableSize, MADV_DONTNEED);
+  madvise(arena_, sizeof(uint64_t) * g_arena_words, MADV_DONTNEED);
+  madvise(log_, sizeof(uint32_t) * kTableSize, MADV_DONTNEED);
+}
+
 void Table::publish(uint32_t idx) {
   uint64_t i = log_used_.fetch_add(1, std::memory_order_relaxed);
   if (i < kTableSize) __atomic_store_n(&log_[i], idx + 1, __ATOMIC_RELEASE);

@@ -64,6 +64,7 @@ struct Session::Impl {
   Dwfl_Callbacks callbacks{};
   Dwfl* dwfl = nullptr;  // holds one module at a time: dwfl_mod
   int dwfl_mod = -1;
+  void (*released)() = nullptr;  // after_each_module
   internal::Names names;
   std::unordered_map<uint64_t, Result> cache;
   cache::Store store;     // the symbol cache of the session's images
@@ -231,12 +232,11 @@ void Session::Impl::open_dwfl(int m) {
 }
 
 // The open module's files and DWARF go; what outlives them is kept: its
-// symbols (their names copied out of the file's string table, for the
-// symbol cache's table and later lookups) and whether DWARF was found.
+// symbols (their names copied out of the file's string table when they
+// were read, load_symbols) and whether DWARF was found.
 void Session::Impl::release() {
   if (!dwfl) return;
   ModInfo* mi = mods[dwfl_mod].get();
-  if (mi->syms_loaded && !mi->syms_from_table) internal::own_symbol_names(mi);
   if (mi->dwarf.tried) {
     mi->dwarf_looked = true;
     mi->dwarf_found = mi->dwarf_found || mi->dwarf.dw != nullptr;
@@ -245,6 +245,7 @@ void Session::Impl::release() {
   dw().dwfl_end(dwfl);
   dwfl = nullptr;
   dwfl_mod = -1;
+  if (released) released();
 }
 
 int Session::Impl::mapping_of(uint64_t pc) const {
@@ -409,6 +410,8 @@ size_t Session::lookup(const std::vector<uint64_t>& addrs, std::vector<Result>* 
 }
 
 void Session::keep() { impl_->store.flush(impl_->mods); }
+
+void Session::after_each_module(void (*fn)()) { impl_->released = fn; }
 
 const CacheStats& Session::cache_stats() const { return impl_->store.stats(); }
 

@@ -71,6 +71,9 @@ class Session {
   // Writes what lookup() found with libdw to the symbol cache (the stop
   // does it once the profiles are written).
   void keep();
+  // Called after each module's files and DWARF are released (the stop's
+  // gives its allocator's free pages back: heap.h, trim_private_arena).
+  void after_each_module(void (*fn)());
   // Executable mappings, the main executable first, each with has_* flags
   // true only where every address looked up in it found names / files /
   // lines / inlines.

@@ -36,6 +36,7 @@ int symbol_rank(const char* name, unsigned binding) {
 void load_symbols(Dwfl_Module* mod, ModInfo* mi) {
   mi->syms_loaded = true;
   int n = dw().dwfl_module_getsymtab(mod);
+  Elf* from[2] = {nullptr, nullptr};  // the symbol table's file; a second: .gnu_debugdata's
   for (int i = 1; i < n; ++i) {
     GElf_Sym sym;
     GElf_Addr addr;
@@ -43,6 +44,7 @@ void load_symbols(Dwfl_Module* mod, ModInfo* mi) {
     Elf* elf;
     Dwarf_Addr bias;
     const char* name = dw().dwfl_module_getsym_info(mod, i, &sym, &addr, &shndx, &elf, &bias);
+    if (elf && elf != from[0] && elf != from[1]) from[from[0] ? 1 : 0] = elf;
     if (!name || !*name || GELF_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_size == 0 ||
         shndx == SHN_UNDEF)
       continue;
@@ -56,6 +58,8 @@ void load_symbols(Dwfl_Module* mod, ModInfo* mi) {
   mi->syms.erase(std::unique(mi->syms.begin(), mi->syms.end(),
                              [](const FuncSym& a, const FuncSym& b) { return a.start == b.start; }),
                  mi->syms.end());
+  own_symbol_names(mi);
+  for (Elf* e : from) drop_symbol_pages(e);
 }
 
 // A .symtab name may carry its symbol version ("realpath@@GLIBC_2.3"); that

@@ -36,7 +36,7 @@ namespace internal {
   X(dwarf_filesrc) X(dwarf_diecu) X(dwarf_srclang) X(dwarf_entrypc) X(dwarf_hasattr)  \
   X(dwelf_elf_gnu_build_id) X(elf_begin) X(elf_memory) X(elf_end)                \
   X(elf_nextscn) X(gelf_getshdr) X(elf_compress) X(elf_update)                   \
-  X(dwarf_getelf) X(elf_getshdrstrndx) X(elf_strptr) X(elf_getdata) X(elf_getident) X(gelf_getehdr)
+  X(dwarf_getelf) X(elf_getshdrstrndx) X(elf_strptr) X(elf_getdata) X(elf_getident) X(gelf_getehdr) X(elf_getscn)
 
 struct Dw {
 #define PROFSHIM_DW_FIELD(f) decltype(&::f) f = nullptr;
@@ -144,7 +144,7 @@ struct DwarfState {
 // A sized function symbol [start, end) in run-time addresses.
 struct FuncSym {
   uint64_t start, end;
-  const char* name;  // points into the module's string table
+  const char* name;  // points into mi->table_names (own_symbol_names)
   int rank;          // lower is the better name among aliases
 };
 
@@ -249,7 +249,7 @@ bool table_names_it(const std::string& dir, ModInfo* mi);
 // store once it has named them as their language does).
 bool name_from_table(cache::Store* store, ModInfo* mi, uint64_t pc, Names* names, Result* r);
 // mi's symbol names copied into mi->table_names, before libdw's string
-// table they point into goes.
+// table they point into goes (or its pages do: drop_symbol_pages).
 void own_symbol_names(ModInfo* mi);
 // Writes mi's table, loaded through libdw and its DWARF looked for, to dir.
 std::string table_to_cache(const std::string& dir, uint64_t base, const ModInfo& mi);
@@ -282,6 +282,11 @@ const FuncSym* find_symbol(const std::vector<FuncSym>& syms, uint64_t pc);
 bool unit_by_aranges(DwarfState* st, Dwarf_Addr pc, Dwarf_Die* cu, bool* known);
 // Reads .debug_aranges (once per module) and readies the walk.
 void read_units(DwarfState* st);
+// Drops the pages of elf's .symtab and its string table from this process
+// where they lie in libdwfl's private mapping of the file (as UnitWalk's
+// drops), once the names are copied out: libc6-dbg's are ~0.4 MiB, resident
+// to the end of the module's lookup, at the stop's peak.
+void drop_symbol_pages(Elf* elf);
 
 const std::vector<PcRange>& cu_functions(DwarfState* st, Dwarf_Die* cu);
 

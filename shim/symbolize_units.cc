@@ -212,6 +212,29 @@ bool UnitWalk::unit_die(uint64_t cu_off, Dwarf_Die* cu) {
   return false;
 }
 
+void drop_symbol_pages(Elf* elf) {
+  size_t shstrndx;
+  if (!elf || dw().elf_getshdrstrndx(elf, &shstrndx) != 0) return;
+  const long page = sysconf(_SC_PAGESIZE);
+  for (Elf_Scn* scn = dw().elf_nextscn(elf, nullptr); scn; scn = dw().elf_nextscn(elf, scn)) {
+    GElf_Shdr sh;
+    if (!dw().gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB) continue;
+    for (Elf_Scn* s : {scn, dw().elf_getscn(elf, sh.sh_link)}) {
+      GElf_Shdr h;
+      if (!s || !dw().gelf_getshdr(s, &h) || h.sh_type == SHT_NOBITS || (h.sh_flags & SHF_COMPRESSED)) continue;
+      // The data libdwfl read (elf_getdata keeps it): in the file's
+      // mapping, or on the heap where libelf converted it (never dropped).
+      // Checked page by page whatever the mapping's permissions: a few
+      // hundred pages, once per module.
+      Elf_Data* d = dw().elf_getdata(s, nullptr);
+      if (!d || !d->d_buf || !d->d_size || !droppable(d->d_buf, d->d_size)) continue;
+      const uintptr_t a = (reinterpret_cast<uintptr_t>(d->d_buf) + page - 1) & ~(page - 1);
+      const uintptr_t b = (reinterpret_cast<uintptr_t>(d->d_buf) + d->d_size) & ~(page - 1);
+      drop_pages(a, b, page, true);
+    }
+  }
+}
+
 void read_units(DwarfState* st) {
   st->walk.begin(st->dw);
   st->aranges_read = read_aranges(dw().dwarf_getelf(st->dw), &st->aranges, &st->aranged_units);

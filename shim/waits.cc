@@ -217,6 +217,8 @@ void for_each_since(uint64_t* cursor, void (*fn)(const stack_table::Stack&, void
   g.table.for_each_since(cursor, fn, arg);
 }
 
+void release_table() { g.table.release_pages(); }
+
 std::string thread_name(uint32_t serial) { return g.table.name(serial); }
 
 uint64_t rate_ns() { return g.rate_ns; }

@@ -144,6 +144,8 @@ void resume();
 void for_each(void (*fn)(const stack_table::Stack&, void*), void* arg);
 // The stacks published since *cursor (unload.h); counts as they are.
 void for_each_since(uint64_t* cursor, void (*fn)(const stack_table::Stack&, void*), void* arg);
+// After the final stop's collect (stack_table.h, release_pages).
+void release_table();
 std::string thread_name(uint32_t serial);
 uint64_t rate_ns();
 struct Stats {

@@ -110,6 +110,24 @@ TEST(drops_are_counted_and_a_map_is_fresh) {
   CHECK(all(g_table).leaf.empty());
 }
 
+// What the final stop does once its set is collected: a reader that
+// comes after (a dlclose's) finds nothing, a late add() a zero page.
+TEST(released_pages_read_as_an_empty_table) {
+  CHECK(fresh());
+  const uint64_t a[] = {1, 2}, b[] = {3};
+  g_table.add(a, 2, 1, 1, 0, 1, 1);
+  g_table.add(b, 1, 1, 1, 0, 1, 1);
+  uint64_t cursor = 1;
+  g_table.release_pages();
+  CHECK(all(g_table).leaf.empty());
+  Seen since;
+  g_table.for_each_since(&cursor, collect, &since);
+  CHECK(since.leaf.empty());
+  CHECK(g_table.add(a, 2, 1, 1, 0, 1, 1) != 0);
+  g_table.release_pages();
+  CHECK(all(g_table).leaf.empty());
+}
+
 TEST(thread_names_by_serial) {
   CHECK(fresh());
   g_table.record_name(3, 42, "worker-with-a-long-name");
