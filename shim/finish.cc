@@ -363,8 +363,14 @@ void run(Context& ctx) {
   when.real_ns = sys::now_ns(CLOCK_REALTIME);
   collect(engine::Why::kStop, when, &set);
   // Nothing reads the tables after this but a snapshot worker that did not
-  // let go, or the same image after a failed exec (its stop is an exec's).
-  if (worker_let_go && strcmp(ctx.how, "exec") != 0) engine::each_on(&engine::Engine::release);
+  // let go, or the same image after a failed exec: its own (an exec's
+  // stop), or one that comes after this stop (an atexit handler's, another
+  // thread's), which then does not resume the image (lifecycle.cc,
+  // exec_failed): the files of this stop stand.
+  if (worker_let_go && strcmp(ctx.how, "exec") != 0) {
+    ctx.released.store(true);
+    engine::each_on(&engine::Engine::release);
+  }
   // Pid reuse, a daemon taking NAME, another program's NAME.* (image.h).
   ctx.stem = image::final_stem(cfg.dir, ctx.stem, cpu_ns);
   Target to;

@@ -36,6 +36,9 @@ struct Context {
   uint64_t deadline_mono_ns = 0;    // when waiters give up (stop_mono_ns + PROFILE_STOP_TIMEOUT)
   const char* how = "";             // "return from main", "exit", ...
   std::atomic<bool> reported{false};
+  // The final stop gave the engines' tables back (Engine::release): the
+  // image cannot go on profiling after a failed exec.
+  std::atomic<bool> released{false};
   std::atomic<uint32_t> fatal_deferrals{0};  // fatal signals deferred in this image (fatal_stop.cc)
   char timeout_text[32] = {};       // PROFILE_STOP_TIMEOUT as the user wrote it, in seconds
 };

@@ -274,7 +274,10 @@ void exec_failed(char* const envp[], char* const* env) {
   if (g_state.load() == kInert || vfork_child()) return;
   sigmask::after_failed_exec();
   // The last exec under way to fail resumes the image, once.
-  if (g_execs.fetch_sub(1) != 1 || g_state.load() != kDone || g_gave_up.load() || sandbox::stop_forbidden())
+  // Not after a stop that gave its tables back (finish.h, released): an
+  // exit's, say, with an atexit handler's exec failing.
+  if (g_execs.fetch_sub(1) != 1 || g_state.load() != kDone || g_gave_up.load() || sandbox::stop_forbidden() ||
+      ctx().released.load())
     return;
   // Same image, still running: profile on, and its final stop writes again.
   begin_image(false);

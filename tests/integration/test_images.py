@@ -186,6 +186,28 @@ def test_exec_fails_enoexec_profiling_goes_on(ctx):
     _failed_exec(ctx, "enoexec", [garbage], "ENOEXEC")
 
 
+def test_exec_failing_after_the_final_stop_leaves_its_files(ctx):
+    """main returns; an atexit handler's exec then fails (ENOEXEC). The
+    final stop has given its tables back, so the image does not resume:
+    its files stand, with the CPU before the return, and no second stop
+    writes over them (one that did wrote empty CPU and wait profiles)."""
+    cwd = ctx.mkdtemp("cwd")
+    garbage = os.path.join(cwd, "garbage")
+    with open(garbage, "wb") as f:
+        f.write(bytes(range(1, 256)) * 16)
+    os.chmod(garbage, 0o755)
+    d = ctx.mkdtemp("prof")
+    r = run(ctx, ["st_exec", "atexit_enoexec", garbage], env=prof_env(ctx, d))
+    check(r.status.is_exit(0) and "exec failed: ENOEXEC" in r.stdout_text, "st_exec atexit_enoexec: %s\n%s" % (
+        r.status, r.describe()))
+    check(len(r.summary_lines()) == 1, "want the final stop's line alone\n%s" % r.describe())
+    cpu, heap = _read_pair(ctx, d, "run", r)
+    got = cpu.cum("before_exec_burn", "cpu") / 1e9
+    check(got >= 0.1, "before_exec_burn (~0.2 s of CPU before the return) shows %.3f s\n%s" % (
+        got, cpu.cum_table("cpu")))
+    _holds(heap, "before_exec_hold", 8 * MiB, "at the return")
+
+
 def test_exec_fails_e2big_profiling_goes_on(ctx):
     """As above, with an exec that fails with E2BIG (a 200 KiB argument)."""
     _failed_exec(ctx, "e2big", [], "E2BIG")

@@ -16,6 +16,10 @@
 //   e2big            execve of itself with a 200 KiB argument (E2BIG): either way,
 //                    prints "exec failed: ENOEXEC|E2BIG", burns ~0.3 s in
 //                    after_failed_burn, holds 10 MiB at after_failed_hold, exits 0.
+//   atexit_enoexec PATH
+//                    before_exec_burn, then returns from main; an atexit
+//                    handler execs PATH (ENOEXEC: the exec fails after the
+//                    final stop), prints "exec failed: ENOEXEC".
 //   chain N          burns ~0.1 s in chain_burn, prints "chain N pid=P", execs
 //                    "st_exec chain N-1"; "chain 0" execs "st_exec after".
 #define _GNU_SOURCE
@@ -89,6 +93,13 @@ static void failed_then_go_on(int e) {
   exit(0);
 }
 
+static const char* g_late_path;
+static void late_exec(void) {
+  char* late_args[] = {"late", NULL};
+  execv(g_late_path, late_args);
+  printf("exec failed: %s\n", errname(errno));
+}
+
 int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IONBF, 0);
   const char* mode = argc > 1 ? argv[1] : "after";
@@ -114,6 +125,11 @@ int main(int argc, char** argv) {
   before_exec_burn();
   before_exec_hold();
   printf("before pid=%d\n", (int)getpid());
+  if (!strcmp(mode, "atexit_enoexec") && argc > 2) {
+    g_late_path = argv[2];
+    atexit(late_exec);
+    return 0;
+  }
   if (!strcmp(mode, "execve")) execve(self, args, environ);
   else if (!strcmp(mode, "execv")) execv(self, args);
   else if (!strcmp(mode, "execvp")) execvp("st_exec", args);
