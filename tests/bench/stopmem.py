@@ -11,10 +11,12 @@ adds (the heap profile's jemalloc, the engines' tables), P - R what the stop
 adds (symbolization, encoding). Every run is done ROUNDS times; the median
 is printed, in MiB.
 
-usage: tests/bench/stopmem.py [--build DIR] [--rounds N] [--only NAME,...] [--keep-cache]
+usage: tests/bench/stopmem.py [--build DIR] [--rounds N] [--only NAME,...] [--all] [--keep-cache]
   Workloads: xz (xz -6 -T1 on 2 MB of text), probe (tests/bench/probe.c),
   python (python3 -c 'import json'), go-cgo (tests/workloads/go/httphash;
-  skipped without go). Each profiled run gets a fresh PROFILE_DIR (no
+  skipped without go); with --all or named in --only, the rest of `make
+  bench`'s, as it runs them: xz-cpu (to stdout), sqlite-alloc,
+  python-alloc, xz-threads (a few minutes more). Each profiled run gets a fresh PROFILE_DIR (no
   symbol cache) unless --keep-cache: then the rounds after the first reuse
   the first one's cache, as the images of a build do.
 """
@@ -37,13 +39,13 @@ def cc(src, out):
     return out
 
 
-def run(runner, argv, env, cwd):
+def run(runner, argv, env, cwd, stdin=None):
     """(maxrss MiB, stderr) of argv run through runner.c with exactly env."""
     r, w = os.pipe()
     envs = ["%s=%s" % kv for kv in sorted(env.items())]
-    with open(os.devnull, "wb") as null:
+    with open(os.devnull, "wb") as null, open(stdin or os.devnull, "rb") as inp:
         p = subprocess.Popen([runner, str(w), str(len(envs))] + envs + argv, cwd=cwd, stdout=null,
-                             stderr=subprocess.PIPE, pass_fds=(w,))
+                             stderr=subprocess.PIPE, stdin=inp, pass_fds=(w,))
     os.close(w)
     _, err = p.communicate(timeout=600)
     report = os.read(r, 4096).decode()
@@ -54,18 +56,38 @@ def run(runner, argv, env, cwd):
     return int(m.group(1)) / 1024.0, err.decode(errors="replace")
 
 
-def workloads(tmp, only):
-    text = os.path.join(tmp, "text")
-    with open(text, "w") as f:  # made-up words: xz works for it
+def made_up_text(path, size):
+    with open(path, "w") as f:  # made-up words: xz works for it
         import random
         rnd = random.Random(7)
         words = ["".join(rnd.choice("abcdefghijklmnop") for _ in range(rnd.randint(2, 9))) for _ in range(5000)]
-        while f.tell() < 2 << 20:
+        while f.tell() < size:
             f.write(" ".join(rnd.choice(words) for _ in range(12)) + " %d\n" % rnd.randint(0, 99999))
+    return path
+
+
+EXTRA = {"xz-cpu", "sqlite-alloc", "python-alloc", "xz-threads"}
+
+
+# The rest of make bench's workloads (tests/bench/bench.py), with its
+# commands: (name, argv, extra environment, stdin). Not run by default.
+def bench_workloads(tmp):
+    return [("xz-cpu", ["/usr/bin/xz", "-9", "-T1", "-c", made_up_text(os.path.join(tmp, "text-5M"), 5_000_000)],
+             {}, None),
+            ("sqlite-alloc", ["/usr/bin/sqlite3", ":memory:"], {}, os.path.join(HERE, "sqlite_rows.sql")),
+            ("python-alloc", ["/usr/bin/python3", os.path.join(HERE, "py_dicts.py"), "600000"],
+             {"PYTHONMALLOC": "malloc", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}, None),
+            ("xz-threads", ["/usr/bin/xz", "-6", "-T2", "--block-size=1MiB", "-c",
+                            made_up_text(os.path.join(tmp, "text-14M"), 14_000_000)], {}, None)]
+
+
+def workloads(tmp, only, every):
+    text = made_up_text(os.path.join(tmp, "text"), 2 << 20)
     wls = [("xz", ["/usr/bin/xz", "-6", "-T1", "-c", text]),
            ("probe", [cc("probe.c", os.path.join(tmp, "probe")), "2", "300", "20000"]),
            ("python", ["/usr/bin/python3", "-c",
                        "import json; print(sum(len(json.dumps(list(range(i)))) for i in range(3000)))"])]
+    wls = [(n, argv, {}, None) for n, argv in wls]
     go = shutil.which("go")
     if go and (not only or "go-cgo" in only):
         d = os.path.join(tmp, "go")
@@ -75,8 +97,10 @@ def workloads(tmp, only):
                    GOPROXY="off", GOCACHE=os.path.join(d, "cache"), GOPATH=os.path.join(d, "gopath"), HOME=d)
         subprocess.run([go, "build", "-o", "httphash", "main.go"], cwd=d, env=env, check=True,
                        stdout=subprocess.DEVNULL)
-        wls.append(("go-cgo", [os.path.join(d, "httphash"), "200", "return"]))
-    return [w for w in wls if not only or w[0] in only]
+        wls.append(("go-cgo", [os.path.join(d, "httphash"), "200", "return"], {}, None))
+    if every or only & EXTRA:
+        wls += bench_workloads(tmp)
+    return [w for w in wls if w[0] in only] if only else wls
 
 
 def main():
@@ -85,6 +109,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--only", default="")
     ap.add_argument("--keep-cache", action="store_true")
+    ap.add_argument("--all", action="store_true", help="make bench's other workloads too")
     a = ap.parse_args()
     shim = os.path.join(os.path.abspath(a.build), "libprofshim.so")
     if not os.path.exists(shim):
@@ -97,18 +122,18 @@ def main():
         configs = [("plain", {}), ("inert", {"LD_PRELOAD": shim}),
                    ("active", {"LD_PRELOAD": shim, "PROFILE_DIR": None}),
                    ("cpu-only", {"LD_PRELOAD": shim, "PROFILE_DIR": None, "PROFILE_HEAP_SAMPLE": "0"})]
-        print("%-8s %-8s %8s %12s %10s %10s" % ("workload", "config", "peak", "before stop", "run adds", "stop adds"))
-        for name, argv in workloads(tmp, only):
+        print("%-12s %-8s %8s %12s %10s %10s" % ("workload", "config", "peak", "before stop", "run adds", "stop adds"))
+        for name, argv, wl_env, stdin in workloads(tmp, only, a.all):
             inert = None
             for cname, extra in configs:
                 peaks, befores = [], []
                 for i in range(a.rounds):
-                    env = dict(base)
+                    env = dict(base, **wl_env)
                     for k, v in extra.items():
                         if k == "PROFILE_DIR":
                             v = os.path.join(tmp, "p-%s-%s" % (name, cname), "" if a.keep_cache else str(i))
                         env[k] = v
-                    peak, err = run(runner, argv, env, tmp)
+                    peak, err = run(runner, argv, env, tmp, stdin)
                     peaks.append(peak)
                     m = SUMMARY_RE.search(err)
                     if "PROFILE_DIR" in env and m:
@@ -119,7 +144,7 @@ def main():
                 if cname == "inert":
                     inert = peak
                 before = statistics.median(befores) if befores else None
-                print("%-8s %-8s %8.1f %12s %10s %10s" % (
+                print("%-12s %-8s %8.1f %12s %10s %10s" % (
                     name, cname, peak, "%.1f" % before if before else "",
                     "%+.1f" % (before - inert) if before and inert else "",
                     "%+.1f" % (peak - before) if before else ""), flush=True)
