@@ -260,7 +260,7 @@ const pthread_attr_t* with_room(const pthread_attr_t* attr, pthread_attr_t* copy
   // pthread_attr_getstack gives the size as set, 0 when it was not (the
   // default then applies); pthread_attr_getstacksize gives the size the
   // thread will get. Taken from the first, an unset size became the room
-  // alone: on a machine whose signal frame is large (AVX-512, 11,952
+  // alone: on a machine whose signal frame is large (AMX, 11,952
   // bytes) that passed glibc's minimum, and such threads got ~16 KiB
   // stacks (Chromium's thread pool overflowed them).
   if (!attr || pthread_attr_getstack(attr, &lo, &set) != 0 || pthread_attr_getstacksize(attr, &size) != 0 ||

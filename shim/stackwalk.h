@@ -74,10 +74,11 @@ Bounds use_stack(Bounds b);
 // A thread the program gives a small stack of a size it chose: glibc
 // carves every thread's static TLS out of that stack, the shim's (2.7 KiB,
 // most of it jemalloc's) included, and a sampled thread also takes the
-// sampling signal's frame there (3.4 KiB on AVX-512). Returns attributes
-// for a stack that much bigger (in *copy, which is not to be destroyed: it
-// shares the program's attributes' cpuset), or attr itself when the stack
-// is the default, the program's own memory, or large.
+// sampling signal's frame there (3.4 KiB on AVX-512, 11.7 KiB with AMX).
+// Returns attributes for a stack that much bigger (in *copy, which is not
+// to be destroyed: it shares the program's attributes' cpuset), or attr
+// itself when the stack is the program's own memory or large (1 MiB or
+// more, the default's size when none is set).
 const pthread_attr_t* with_room(const pthread_attr_t* attr, pthread_attr_t* copy, bool sampled);
 
 // The stack of the context a signal handler received (its ucontext): frames

@@ -36,8 +36,8 @@ def test_a_thread_whose_attributes_leave_the_stack_size_unset(ctx):
     """Attributes from pthread_attr_init with no size set: the thread gets
     the default stack, as plain, and puts 256 KiB of it to use at 1000 Hz.
     The room added to small stacks read such a size as 0 and gave the
-    thread the room alone, where that passed glibc's minimum (an AVX-512
-    machine's signal frame is 11,952 bytes): ~16 KiB stacks, and Chromium
+    thread the room alone, where that passed glibc's minimum (with AMX
+    the signal frame is 11,952 bytes): ~16 KiB stacks, and Chromium
     died of SIGSEGV on its thread pool's."""
     _, r, d = both_same(ctx, ["review_habits", "defaultattr"], PROFILE_CPU_HZ=1000)
     check("stack " in r.stdout_text, "the thread did not say its stack's size\n%s" % r.describe())
