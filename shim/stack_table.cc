@@ -74,12 +74,19 @@ bool Table::map(const char* what, std::string* err) {
   // a PostgreSQL backend's ~50 ms on this VM, where every unmap of touched
   // pages flushes the TLB through the hypervisor). Where madvise refuses
   // (before Linux 4.14) the child maps fresh ones (renew).
-  wiped_ = sys::wipe_on_fork(entries_, sizeof(Entry) * kTableSize) &&
-           sys::wipe_on_fork(slots_, sizeof(uint32_t) * kTableSize) &&
-           sys::wipe_on_fork(arena_, sizeof(uint64_t) * g_arena_words) &&
-           sys::wipe_on_fork(names_, sizeof(Name) * g_max_names) &&
-           sys::wipe_on_fork(log_, sizeof(uint32_t) * kTableSize);
+  Region r[kRegions];
+  regions(r);
+  wiped_ = true;
+  for (const Region& g : r) wiped_ = wiped_ && sys::wipe_on_fork(g.at, g.bytes);
   return true;
+}
+
+void Table::regions(Region out[kRegions]) const {
+  out[0] = {entries_, sizeof(Entry) * kTableSize};
+  out[1] = {slots_, sizeof(uint32_t) * kTableSize};
+  out[2] = {arena_, sizeof(uint64_t) * g_arena_words};
+  out[3] = {log_, sizeof(uint32_t) * kTableSize};
+  out[4] = {names_, sizeof(Name) * g_max_names};
 }
 
 bool Table::renew(const char* what, std::string* err) {
@@ -92,20 +99,17 @@ bool Table::renew(const char* what, std::string* err) {
 }
 
 void Table::unmap() {
-  munmap(entries_, sizeof(Entry) * kTableSize);
-  munmap(slots_, sizeof(uint32_t) * kTableSize);
-  munmap(arena_, sizeof(uint64_t) * g_arena_words);
-  munmap(names_, sizeof(Name) * g_max_names);
-  munmap(log_, sizeof(uint32_t) * kTableSize);
+  Region r[kRegions];
+  regions(r);
+  for (const Region& g : r) munmap(g.at, g.bytes);
   entries_ = nullptr, slots_ = nullptr, arena_ = nullptr, names_ = nullptr, log_ = nullptr;
 }
 
 void Table::release_pages() {
   if (!entries_) return;
-  madvise(entries_, sizeof(Entry) * kTableSize, MADV_DONTNEED);
-  madvise(slots_, sizeof(uint32_t) * kTableSize, MADV_DONTNEED);
-  madvise(arena_, sizeof(uint64_t) * g_arena_words, MADV_DONTNEED);
-  madvise(log_, sizeof(uint32_t) * kTableSize, MADV_DONTNEED);
+  Region r[kRegions];
+  regions(r);
+  for (int i = 0; i < kRegions - 1; ++i) madvise(r[i].at, r[i].bytes, MADV_DONTNEED);
 }
 
 void Table::publish(uint32_t idx) {

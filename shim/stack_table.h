@@ -94,6 +94,13 @@ class Table {
             uint64_t count, uint64_t weight);
   void publish(uint32_t idx);
   Stack stack_of(const Entry& e, uint64_t order) const;
+  // The mappings and their sizes, the names last (release_pages keeps them).
+  struct Region {
+    void* at;
+    size_t bytes;
+  };
+  static constexpr int kRegions = 5;
+  void regions(Region out[kRegions]) const;
 
   Entry* entries_;   // in the order taken
   uint32_t* slots_;  // by hash: 0, kClaimed, or an entry's index + 1
