@@ -650,14 +650,9 @@ class Bench:
         for rnd in range(first, rounds + 1):
             t_round = time.monotonic()
             for wl in self.all_wls:
-                # Each round starts one configuration later (A B C, B C A,
-                # ...): in a fixed order the first one was the slow one
-                # (xz-cpu, plain first: inert/plain user+sys 0.78 and 0.88
-                # over 5 and 10 rounds; rotated, 1.02), so a fixed order
-                # puts a bias into every ratio to plain.
-                cfgs = self.configs_for(wl)
-                cfgs = cfgs[rnd % len(cfgs):] + cfgs[:rnd % len(cfgs)]
-                for cfg in cfgs:
+                # Rotated (xz-cpu with plain always first: inert/plain
+                # user+sys 0.78 and 0.88 over 5 and 10 rounds; rotated, 1.02).
+                for cfg in tree.rotated(self.configs_for(wl), rnd):
                     if cfg.massif and rnd not in self.massif_rounds:
                         continue
                     runs.append((wl.key, cfg.key, self.run(cfg, wl, rnd)))

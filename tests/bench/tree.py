@@ -56,6 +56,14 @@ TPS_RE = re.compile(r"^tps = ([\d.]+)", re.M)
 SYMBOL_CACHE = ".profshim-symbols"
 
 
+def rotated(items, rnd):
+    """items, started at round rnd's place: each round starts one later (A B
+    C, B C A, ...); in a fixed order the first was the slow one, a bias in
+    every ratio to plain (bench.py's rounds use it too)."""
+    k = rnd % len(items)
+    return items[k:] + items[:k]
+
+
 def summarize(values):
     vals = [v for v in values if v is not None]
     if not vals:
@@ -366,9 +374,7 @@ def run(bench, run_program, rounds, only=None):
     runs = {(w[0], c): [] for w in wls for c, _ in configs_of(w[0])}
     for rnd in range(0, rounds + 1):
         for key, _, fn in wls:
-            # Rotated each round, as bench.py's: a fixed order biases the ratios.
-            cfgs = configs_of(key)
-            for cfg, _ in cfgs[rnd % len(cfgs):] + cfgs[:rnd % len(cfgs)]:
+            for cfg, _ in rotated(configs_of(key), rnd):
                 runs[(key, cfg)].append(getattr(t, fn)(cfg, rnd))
         bench.log("tree round %d%s done" % (rnd, " (warm-up)" if rnd < 1 else ""))
     out = []

@@ -173,17 +173,22 @@ def _failed_exec(ctx, mode, args, errname):
     _holds(heap, "after_failed_hold", 10 * MiB, "after the failed exec")
 
 
+def _not_a_program(ctx):
+    """An executable file that is not a program (mode 0755, garbage bytes):
+    its exec fails with ENOEXEC."""
+    garbage = os.path.join(ctx.mkdtemp("cwd"), "garbage")
+    with open(garbage, "wb") as f:
+        f.write(bytes(range(1, 256)) * 16)
+    os.chmod(garbage, 0o755)
+    return garbage
+
+
 def test_exec_fails_enoexec_profiling_goes_on(ctx):
     """DESIGN "Fork and exec": an exec of an executable file that is not a
     program (mode 0755, garbage bytes: ENOEXEC) fails; the process goes on
     and is still profiled: final files with CPU and heap from after the
     failure."""
-    cwd = ctx.mkdtemp("cwd")
-    garbage = os.path.join(cwd, "garbage")
-    with open(garbage, "wb") as f:
-        f.write(bytes(range(1, 256)) * 16)
-    os.chmod(garbage, 0o755)
-    _failed_exec(ctx, "enoexec", [garbage], "ENOEXEC")
+    _failed_exec(ctx, "enoexec", [_not_a_program(ctx)], "ENOEXEC")
 
 
 def test_exec_failing_after_the_final_stop_leaves_its_files(ctx):
@@ -191,13 +196,8 @@ def test_exec_failing_after_the_final_stop_leaves_its_files(ctx):
     final stop has given its tables back, so the image does not resume:
     its files stand, with the CPU before the return, and no second stop
     writes over them (one that did wrote empty CPU and wait profiles)."""
-    cwd = ctx.mkdtemp("cwd")
-    garbage = os.path.join(cwd, "garbage")
-    with open(garbage, "wb") as f:
-        f.write(bytes(range(1, 256)) * 16)
-    os.chmod(garbage, 0o755)
     d = ctx.mkdtemp("prof")
-    r = run(ctx, ["st_exec", "atexit_enoexec", garbage], env=prof_env(ctx, d))
+    r = run(ctx, ["st_exec", "atexit_enoexec", _not_a_program(ctx)], env=prof_env(ctx, d))
     check(r.status.is_exit(0) and "exec failed: ENOEXEC" in r.stdout_text, "st_exec atexit_enoexec: %s\n%s" % (
         r.status, r.describe()))
     check(len(r.summary_lines()) == 1, "want the final stop's line alone\n%s" % r.describe())
