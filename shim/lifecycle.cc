@@ -22,7 +22,6 @@
 #include "forks.h"
 #include "freeze.h"
 #include "fsroot.h"
-#include "fsroot.h"
 #include "heap.h"
 #include "image.h"
 #include "own_signal.h"
@@ -65,7 +64,18 @@ finish::Context& ctx() {
 
 pid_t raw_getpid() { return pid_t(syscall(SYS_getpid)); }
 
-bool vfork_child() { return raw_getpid() != image::pid(); }
+// A vfork child runs in its parent's memory: it must not stop, nor touch
+// the parent's state. Under a filter that kills getpid, asking would kill
+// the process; everything the answer guards was given up when it went in,
+// so the answer that skips it all is the safe one. A filter's error
+// (getpid answered -1) cannot tell either: the image's own thread calling
+// exit is far likelier than a vfork child doing so, and its stop then says
+// what it could not do.
+bool vfork_child() {
+  if (sandbox::getpid_forbidden()) return true;
+  const pid_t pid = raw_getpid();
+  return pid > 0 && pid != image::pid();
+}
 
 bool claim_stop(const char* how, const std::string* stem) {
   int running = kRunning;
@@ -242,7 +252,15 @@ void stop(const char* how) {
 
 char* const* before_exec(char* const envp[], const char* path, const char* argv0) {
   int state = g_state.load();
-  if (state == kInert || vfork_child()) return envp;
+  if (state == kInert) return envp;
+  if (vfork_child()) {
+    // Under a filter that kills getpid this may be the image itself (it
+    // cannot be told): the image it execs must know the filter is in, or it
+    // asks getpid at its start. Nothing else of this image's is touched.
+    if (!sandbox::getpid_forbidden()) return envp;
+    char** env = image::exec_env(envp, false);
+    return env ? env : envp;
+  }
   g_execs.fetch_add(1);
   // Under a seccomp filter the exec'd image stays inert (its marker says
   // so, image.h): this one is the last, and writes NAME.* if the root.

@@ -189,25 +189,36 @@ const Probe kProbes[] = {
 #undef P
 
 std::atomic<bool> g_stop_forbidden{false}, g_run_forbidden{false}, g_timers_forbidden{false},
-    g_signals_forbidden{false}, g_hand_over_forbidden{false};
+    g_signals_forbidden{false}, g_hand_over_forbidden{false}, g_getpid_forbidden{false};
 
-// The first probe of a need the filter kills, or null.
-const Probe* first_killed(const struct sock_fprog& f, uint8_t need) {
+// Whether the filter kills this probe (or, for a call that must run, does
+// anything but let it run).
+bool killed(const struct sock_fprog& f, const Probe& p) {
   const uint64_t pid = uint64_t(getpid()), tid = uint64_t(sys::gettid());
   // An int argument: its low half.
   const uint64_t clock = uint32_t((~uint32_t(tid) << 3) | 6), other = uint32_t((~uint32_t(tid + 1) << 3) | 6);
-  for (const Probe& p : kProbes) {
-    if (!(p.need & need)) continue;
-    struct seccomp_data d = {};
-    d.nr = int(p.nr);
-    d.arch = kArch;
-    for (int i = 0; i < 4; ++i)
-      d.args[i] = p.a[i] == kPid ? pid : p.a[i] == kOtherPid ? pid + 1 : p.a[i] == kTid ? tid : p.a[i] == kClock ? clock
-                                                               : p.a[i] == kOtherClock ? other : p.a[i];
-    const seccomp_bpf::Outcome o = seccomp_bpf::outcome(seccomp_bpf::run(f.filter, f.len, d));
-    if (o == seccomp_bpf::Outcome::kKills || ((p.need & kMust) && o != seccomp_bpf::Outcome::kRuns)) return &p;
-  }
+  struct seccomp_data d = {};
+  d.nr = int(p.nr);
+  d.arch = kArch;
+  for (int i = 0; i < 4; ++i)
+    d.args[i] = p.a[i] == kPid ? pid : p.a[i] == kOtherPid ? pid + 1 : p.a[i] == kTid ? tid : p.a[i] == kClock ? clock
+                                                             : p.a[i] == kOtherClock ? other : p.a[i];
+  const seccomp_bpf::Outcome o = seccomp_bpf::outcome(seccomp_bpf::run(f.filter, f.len, d));
+  return o == seccomp_bpf::Outcome::kKills || ((p.need & kMust) && o != seccomp_bpf::Outcome::kRuns);
+}
+
+// The first probe of a need the filter kills, or null.
+const Probe* first_killed(const struct sock_fprog& f, uint8_t need) {
+  for (const Probe& p : kProbes)
+    if ((p.need & need) && killed(f, p)) return &p;
   return nullptr;
+}
+
+// Whether the filter kills one of the probes of this call.
+bool kills(const struct sock_fprog& f, long nr) {
+  for (const Probe& p : kProbes)
+    if (p.nr == nr && killed(f, p)) return true;
+  return false;
 }
 
 // What the filter forbids, given up now, while every call is allowed.
@@ -217,7 +228,14 @@ void act_on(const struct sock_fprog& f) {
   const Probe* stop = g_stop_forbidden.load() ? nullptr : first_killed(f, kStop);
   if (!g_timers_forbidden.load() && first_killed(f, kTimer)) g_timers_forbidden.store(true);
   if (!g_hand_over_forbidden.load() && first_killed(f, kHandOver)) g_hand_over_forbidden.store(true);
-  if (!sigs && !run && !stop) return;
+  // Running and the stop both need getpid, so both are given up (below, or
+  // by an earlier filter); from then the vfork test (lifecycle.cc) must not
+  // ask it again. After the lines: they ask it.
+  const bool getpid_killed = kills(f, SYS_getpid);
+  if (!sigs && !run && !stop) {
+    if (getpid_killed) g_getpid_forbidden.store(true);
+    return;
+  }
   image::mark_sandboxed();
   char why[160];
   if (run || sigs) {
@@ -230,6 +248,7 @@ void act_on(const struct sock_fprog& f) {
     snprintf(why, sizeof why, "the program's seccomp filter forbids %s", stop->name);
     lifecycle::sandboxed(why, true);
   }
+  if (getpid_killed) g_getpid_forbidden.store(true);
   if (sigs) {
     // Last: the steps above may still take the shim's signals.
     g_signals_forbidden.store(true);
@@ -285,6 +304,7 @@ void strict_mode() {
   const bool run = !g_run_forbidden.exchange(true), stop = !g_stop_forbidden.exchange(true);
   if (run) lifecycle::sandboxed("the program entered seccomp's strict mode", false);
   if (stop) lifecycle::sandboxed("the program entered seccomp's strict mode", true);
+  g_getpid_forbidden.store(true);
   if (!g_signals_forbidden.exchange(true)) signals::step_aside();
 }
 }  // namespace
@@ -336,5 +356,6 @@ bool stop_forbidden() { return g_stop_forbidden.load(std::memory_order_relaxed);
 bool running_forbidden() { return g_run_forbidden.load(std::memory_order_relaxed); }
 bool timers_forbidden() { return g_timers_forbidden.load(std::memory_order_relaxed); }
 bool hand_over_forbidden() { return g_hand_over_forbidden.load(std::memory_order_relaxed); }
+bool getpid_forbidden() { return g_getpid_forbidden.load(std::memory_order_relaxed); }
 
 }  // namespace sandbox

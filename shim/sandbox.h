@@ -43,6 +43,9 @@ bool timers_forbidden();
 // the shared mapping, the blob's write): then children write their own
 // files, and nothing else of the stop is given up.
 bool hand_over_forbidden();
+// Whether it kills getpid: then the stop and sampling are given up too, and
+// nothing may ask the pid again (a vfork child cannot be told apart).
+bool getpid_forbidden();
 
 // A filter the shim did not see go in (installed with the program's own
 // system call instruction: Chromium's sandbox) may trap a call of the

@@ -20,7 +20,7 @@ import tempfile
 from common import Skip, check, image_files
 from st_helpers import pprofs, prof_env, run
 
-SYS = {"timer_create": 222, "openat": 257, "rename": 82, "ptrace": 101, "rt_sigreturn": 15, "prctl": 157, "kill": 62}
+SYS = {"timer_create": 222, "openat": 257, "rename": 82, "ptrace": 101, "rt_sigreturn": 15, "prctl": 157, "kill": 62, "getpid": 39}
 ALL = image_files("run")
 
 
@@ -88,6 +88,21 @@ def test_a_trap_is_a_kill_and_an_errno_is_a_failure(ctx):
     # rt_sigreturn killed: the shim's stand-ins for SIG_DFL step aside, and
     # SIGTERM kills as without the shim (it died of SIGSYS).
     _pair(ctx, "rt_sigreturn", end="term")
+
+
+def test_a_filter_that_kills_getpid(ctx):
+    """getpid is how the shim tells a vfork child (which must not stop)
+    from its parent; every stop path asked it first, even after the filter
+    had made the shim give the stop up: a normal exit died of SIGSYS. A
+    filter's error (getpid answering -1) read as "a vfork child", and the
+    stop was skipped without a word."""
+    # Not "term": glibc's raise asks getpid too.
+    for end in ("exit", "exec"):
+        r, d = _pair(ctx, "getpid", end=end)
+        check(pprofs(d) == [], "%s: PROFILE_DIR holds %s\n%s" % (end, pprofs(d), r.describe()))
+        check("forbids getpid, which the stop needs" in r.err.decode(), "%s: no line says why\n%s" % (end, r.describe()))
+    r, d = _pair(ctx, "getpid", action="errno")
+    check(pprofs(d) == ALL, "errno: PROFILE_DIR holds %s\n%s" % (pprofs(d), r.describe()))
 
 
 def test_a_filter_on_calls_the_shim_never_makes_changes_nothing(ctx):
