@@ -174,18 +174,33 @@ void normal_stop(const char* how, const std::string* stem = nullptr) {
   }
 }
 
+// A fork that succeeds leaves errno as it was, in parent and child: the
+// handlers' own failed calls (a hand-over file's unlink that finds none)
+// must not show there.
 void before_fork() {
   if (g_state.load() != kRunning) return;
+  const int saved = errno;
   forks::before_fork();
   engine::each_on(&engine::Engine::before_fork);
+  errno = saved;
 }
 
 void after_fork_in_parent() {
+  const int saved = errno;
   if (g_state.load() == kRunning) engine::each_on(&engine::Engine::after_fork_in_parent);
+  errno = saved;
 }
+
+void after_fork_in_child_work();
 
 // The child of fork profiles itself from here on, as its own image.
 void after_fork_in_child() {
+  const int saved = errno;
+  after_fork_in_child_work();
+  errno = saved;
+}
+
+void after_fork_in_child_work() {
   own_signal::after_fork();
   errline::forked();
   if (g_state.load() != kRunning) {

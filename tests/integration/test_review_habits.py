@@ -4,6 +4,7 @@ plain run: a hang, a small thread stack overflowed, a parent kept waiting
 on a daemon's pipe. The signal tests that were here are in
 test_signals_fatal.py and test_signals_masks.py."""
 
+import errno
 import os
 import subprocess
 
@@ -103,6 +104,20 @@ def test_a_program_that_closes_its_stdio_and_runs_on_does_not_hold_the_pipe(ctx)
                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
         check(b"closing stdio" in p.stdout, "%s: %r" % (label, p.stdout))
         check(not os.path.exists(gone), "%s: the reader waited for the program's end to have the pipe's" % label)
+
+
+def test_a_fork_that_succeeds_keeps_errno(ctx):
+    """fork succeeding leaves errno as it was in parent and child; the
+    shim's fork handlers left ENOENT behind in the parent (the unlink of a
+    hand-over file that was not there), profiled."""
+    argv = ["review_habits", "fork_errno"]
+    plain = run(ctx, argv, env=ctx.env(preload=False))
+    want = "child errno %d\nparent errno %d\n" % (errno.EXDEV, errno.EXDEV)
+    check(plain.stdout_text == want, "plain: %r" % plain.stdout_text)
+    for env in (ctx.env(), prof_env(ctx, ctx.mkdtemp("prof")), prof_env(ctx, ctx.mkdtemp("prof"), PROFILE_HEAP_SAMPLE="0")):
+        r = run(ctx, argv, env=env)
+        check(r.status.key() == plain.status.key() and r.stdout_text == plain.stdout_text,
+              "under the shim: %s %r, plain %s %r" % (r.status, r.stdout_text, plain.status, plain.stdout_text))
 
 
 def test_a_close_that_succeeds_keeps_errno(ctx):

@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <ucontext.h>
 #include <time.h>
 #include <unistd.h>
@@ -205,6 +206,17 @@ int main(int argc, char** argv) {
     errno = 0;
     int r = close(2);
     printf("close(2) = %d, errno %d\n", r, errno);
+  } else if (!strcmp(mode, "fork_errno")) {
+    errno = EXDEV;
+    pid_t pid = fork();
+    int e = errno;
+    if (pid == 0) {
+      printf("child errno %d\n", e);
+      fflush(stdout);
+      _exit(0);
+    }
+    waitpid(pid, NULL, 0);
+    printf("parent errno %d\n", e);
   } else if (!strcmp(mode, "closes_stdio")) {
     printf("closing stdio\n");
     fflush(stdout);
