@@ -268,6 +268,7 @@ void stop(const char* how) {
 char* const* before_exec(char* const envp[], const char* path, const char* argv0) {
   int state = g_state.load();
   if (state == kInert) return envp;
+  own_signal::before_exec();
   if (vfork_child()) {
     // Under a filter that kills getpid this may be the image itself (it
     // cannot be told): the image it execs must know the filter is in, or it
@@ -304,7 +305,9 @@ void before_close(unsigned lo, unsigned hi) {
 
 void exec_failed(char* const envp[], char* const* env) {
   if (env != envp) free(const_cast<char**>(env));
-  if (g_state.load() == kInert || vfork_child()) return;
+  if (g_state.load() == kInert) return;
+  own_signal::after_failed_exec();
+  if (vfork_child()) return;
   sigmask::after_failed_exec();
   // The last exec under way to fail resumes the image, once.
   // Not after a stop that gave its tables back (finish.h, released): an

@@ -163,10 +163,9 @@ void handler(int sig, siginfo_t* si, void* uc) {
 
 int number() { return SIGRTMAX - 4; }
 
-bool install(std::string* err) {
-  g.pid = pid_t(syscall(SYS_getpid));
-  g.uid = getuid();
-  struct sigaction sa, old;
+namespace {
+void our_action(struct sigaction* out) {
+  struct sigaction& sa = *out;
   memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = handler;
   // SA_RESTART: a sample must not make the program's read() fail with EINTR.
@@ -182,6 +181,14 @@ bool install(std::string* err) {
   sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK | SA_UNSUPPORTED;
   sigfillset(&sa.sa_mask);
   sigdelset(&sa.sa_mask, SIGSYS);
+}
+}  // namespace
+
+bool install(std::string* err) {
+  g.pid = pid_t(syscall(SYS_getpid));
+  g.uid = getuid();
+  struct sigaction sa, old;
+  our_action(&sa);
   if (real::sigaction()(number(), &sa, &old) != 0) {
     *err = std::string("cannot install the shim's signal handler: ") + strerror(errno);
     return false;
@@ -269,6 +276,30 @@ bool consume_if_ours(int sig, const siginfo_t* si) {
     return true;
   }
   return false;
+}
+
+// An exec keeps an ignored signal ignored and resets a handled one: the
+// kernel's disposition of this number is always the shim's handler, so the
+// program's "ignored" would end at the exec, and the new program die of
+// the signal. Before it the kernel's becomes the program's (the stop has
+// run: nothing of the shim's is on its way); a failed exec puts ours back.
+// In a vfork child the dispositions are its own, not its parent's.
+void before_exec() {
+  struct sigaction v;
+  read_view(&v);
+  if (!is_ign(v)) return;
+  struct sigaction ign;
+  memset(&ign, 0, sizeof ign);
+  ign.sa_handler = SIG_IGN;
+  real::sigaction()(number(), &ign, nullptr);
+}
+
+void after_failed_exec() {
+  struct sigaction v, sa;
+  read_view(&v);
+  if (!is_ign(v)) return;
+  our_action(&sa);
+  real::sigaction()(number(), &sa, nullptr);
 }
 
 void after_fork() {

@@ -47,6 +47,12 @@ int on_sigaction(const struct sigaction* act, struct sigaction* old);
 // waits again.
 bool consume_if_ours(int sig, const siginfo_t* si);
 
+// Around an exec: a signal of this number the program ignores is ignored
+// in the kernel too, as the exec'd program must find it; back to the
+// shim's handler if the exec fails.
+void before_exec();
+void after_failed_exec();
+
 // In a fork child: its own pid, and the view's lock free.
 void after_fork();
 

@@ -74,3 +74,17 @@ def test_thread_names_after_many_threads(ctx):
               names, tid, ids.get(tid, 0)))
 
 
+
+
+def test_the_shims_signal_ignored_stays_ignored_across_exec(ctx):
+    """A shell that ignores SIGRTMAX-4 (the shim's number) and execs: the
+    exec'd program finds it ignored and survives it, as plain. The kernel's
+    disposition was the shim's handler, which an exec resets to the default:
+    the exec'd program saw SIG_DFL and died of the signal it sent itself."""
+    argv = ["/bin/bash", "-c", "trap '' RTMAX-4; exec /bin/bash -c 'kill -s RTMAX-4 $$; echo alive'"]
+    plain = run(ctx, argv, env=ctx.env(preload=False))
+    check(plain.status.is_exit(0) and plain.stdout_text == "alive\n", "plain:\n%s" % plain.describe())
+    for extra in ({}, {"PROFILE_HEAP_SAMPLE": "0"}):
+        r = run(ctx, argv, env=prof_env(ctx, ctx.mkdtemp("prof"), **extra))
+        check(r.status.key() == plain.status.key() and r.out == plain.out,
+              "under the shim %s, plain %s\n%s" % (r.status, plain.status, r.describe()))
