@@ -4,9 +4,9 @@
 // sandbox.h evaluates the filter first, while every call is still allowed.
 // landlock_restrict_self, which programs make through syscall() too
 // (landlock.h). And the calls a program makes through syscall() that the
-// shim otherwise sees through libc's wrappers: rt_sigaction, and the
+// shim otherwise sees through libc's wrappers: rt_sigaction, the
 // descriptor calls that can close what the shim keeps (close, dup2, dup3,
-// close_range).
+// close_range), and exit_group (a stop).
 //
 // Both are passed on as raw system calls, as glibc's own wrappers are: the
 // shim calls them too, from signal handlers, where no lookup of the next
@@ -186,6 +186,15 @@ extern "C" __attribute__((visibility("hidden"))) long profshim_syscall_fd(long n
   return raw6(nr, a, b, c, d, e, f);
 }
 
+// syscall(SYS_exit_group, status) comes here: a program that ends itself
+// with the kernel's own call (neither exit nor _exit runs) stops as at
+// _exit, before the process ends.
+extern "C" __attribute__((visibility("hidden"))) long profshim_syscall_exit_group(long nr, long a, long b, long c,
+                                                                                long d, long e, long f) {
+  lifecycle::stop("exit_group");
+  return raw6(nr, a, b, c, d, e, f);
+}
+
 #if defined(__x86_64__)
 // glibc's syscall(): number in rdi, six arguments in rsi, rdx, rcx, r8, r9
 // and on the stack; -4095..-1 is an error, returned as -1 with errno.
@@ -209,6 +218,8 @@ syscall:
   je profshim_syscall_fd
   cmpq $)" "446" R"(, %rdi
   je profshim_syscall_landlock
+  cmpq $)" "231" R"(, %rdi
+  je profshim_syscall_exit_group
   movq %rdi, %rax
   movq %rsi, %rdi
   movq %rdx, %rsi
@@ -234,7 +245,7 @@ syscall:
   .size syscall, .-syscall
 )");
 static_assert(SYS_seccomp == 317 && SYS_rt_sigaction == 13 && SYS_close == 3 && SYS_dup2 == 33 && SYS_dup3 == 292 &&
-                  SYS_close_range == 436,
+                  SYS_close_range == 436 && SYS_exit_group == 231,
               "the assembly above compares with x86-64's numbers");
 #elif defined(__aarch64__)
 // glibc's syscall(): number in x0, six arguments in x1-x6; -4095..-1 is an
@@ -260,6 +271,8 @@ syscall:
   b.eq profshim_syscall_fd
   cmp x0, #)" PROFSHIM_STR(PROFSHIM_SYS_LANDLOCK_RESTRICT_SELF) R"(
   b.eq profshim_syscall_landlock
+  cmp x0, #)" PROFSHIM_STR(SYS_exit_group) R"(
+  b.eq profshim_syscall_exit_group
   mov x8, x0
   mov x0, x1
   mov x1, x2

@@ -60,6 +60,11 @@ def test_stop__Exit(ctx):
     _stop(ctx, "_Exit")
 
 
+def test_stop_exit_group_through_syscall(ctx):
+    """syscall(SYS_exit_group): neither exit nor _exit runs (no files before)."""
+    _stop(ctx, "exit_group")
+
+
 def test_stop_sigterm(ctx):
     _stop(ctx, "sigterm")
 

@@ -1,6 +1,7 @@
 // stop_paths: does a little CPU work (spin, ~0.3 s) and holds 16 MiB at
 // hold_at_stop, then stops the way argv[1] says:
 //   return exit _exit _Exit quick_exit  -> status 0 (atexit handlers print)
+//   exit_group -> syscall(SYS_exit_group, 0): the kernel's call, no libc exit
 //   sigterm sigint sigusr1 -> raise() of that signal, default action (if the
 //                            signal is ignored: goes on and returns 0)
 //   abort -> abort()    segv -> a write through a null pointer
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define HELD (16UL << 20)
@@ -49,6 +51,7 @@ int main(int argc, char** argv) {
   if (!strcmp(mode, "_exit")) _exit(0);
   if (!strcmp(mode, "_Exit")) _Exit(0);
   if (!strcmp(mode, "quick_exit")) quick_exit(0);
+  if (!strcmp(mode, "exit_group")) syscall(SYS_exit_group, 0);
   int sig = !strcmp(mode, "sigterm") ? SIGTERM
             : !strcmp(mode, "sigint")  ? SIGINT
             : !strcmp(mode, "sigusr1") ? SIGUSR1
