@@ -337,6 +337,7 @@ void write(Set& set, const Target& to, Written* out) {
 
 void run(Context& ctx) {
   const config::Config& cfg = *ctx.cfg;
+  sys::DescriptorRoom room;  // before the program runs on (or execs), its limit is its own again
   // The snapshot worker's work in progress ends first: one writer at a time.
   const bool worker_let_go = snapshot::halt(ctx.deadline_mono_ns);
   // What a stop that gives up names as written is its own files only (a

@@ -141,6 +141,28 @@ int top_free_fd() {
   return lim / 2 > 2 ? lim / 2 : 3;
 }
 
+DescriptorRoom::DescriptorRoom() {
+  if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, nullptr, &saved_) != 0 || saved_.rlim_cur >= saved_.rlim_max ||
+      saved_.rlim_cur > (1u << 30))
+    return;
+  // A program's numbers fill from the bottom: the top taken, all are.
+  long probe = -1;
+  for (int from : {2, 1, 0})
+    if ((probe = syscall(SYS_fcntl, from, F_DUPFD_CLOEXEC, saved_.rlim_cur > 19 ? long(saved_.rlim_cur) - 16 : 3)) >= 0 || errno != EBADF) break;
+  if (probe >= 0) {
+    syscall(SYS_close, probe);
+    return;
+  }
+  if (errno != EMFILE) return;
+  struct rlimit more = saved_;
+  more.rlim_cur = saved_.rlim_max - saved_.rlim_cur < 64 ? saved_.rlim_max : saved_.rlim_cur + 64;
+  raised_ = syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &more, nullptr) == 0;
+}
+
+DescriptorRoom::~DescriptorRoom() {
+  if (raised_) syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &saved_, nullptr);
+}
+
 std::string read_file(const char* path) {
   std::string out, buf(65536, '\0');
   int fd = fsroot::open(path, O_RDONLY | O_CLOEXEC);

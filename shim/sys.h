@@ -2,6 +2,7 @@
 // Every function here may run in a signal handler unless its comment says
 // otherwise.
 #pragma once
+#include <sys/resource.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <time.h>
@@ -58,6 +59,24 @@ bool single_threaded();
 // there (one that closes 3-1023 and opens 600 files gets the numbers it
 // expects).
 int top_free_fd();
+
+// For a stop (finish.cc): a program that has used every descriptor its soft
+// RLIMIT_NOFILE allows leaves none for the stop's few (a temporary per
+// file, /proc's maps, the libraries' ELF files), and every profile is lost.
+// Where the top 16 numbers under the soft limit are all taken, the soft
+// limit is raised by 64, up to the hard one, while this lives, and put
+// back after. Raw system calls.
+class DescriptorRoom {
+ public:
+  DescriptorRoom();
+  ~DescriptorRoom();
+  DescriptorRoom(const DescriptorRoom&) = delete;
+  DescriptorRoom& operator=(const DescriptorRoom&) = delete;
+
+ private:
+  struct rlimit saved_;
+  bool raised_ = false;
+};
 
 // A whole file (a /proc file, say), "" if it cannot be opened; an absolute
 // path from the root the program started with (fsroot.h). Not

@@ -3,6 +3,10 @@ raises SIGXFSZ, whose default kills. The shim's files (profiles, the symbol
 cache, libc's inflated debug copy) must never raise it in the program: under
 4 KiB the program exits as plain (it died of SIGXFSZ at the stop), and the
 line names what could not be written.
+
+A descriptor limit (ulimit -n, RLIMIT_NOFILE): a program that has used every
+descriptor its soft limit allows and then ends still gets its files (the
+stop had none left for its own temporaries: three errors, no profile).
 """
 
 import os
@@ -10,8 +14,8 @@ import re
 import resource
 import sys
 
-from common import check
-from st_helpers import prof_env, run
+from common import Skip, check, image_files
+from st_helpers import pprofs, prof_env, run
 
 LIMIT = [(resource.RLIMIT_FSIZE, 4096)]
 
@@ -55,3 +59,19 @@ def test_libc_symbols_under_the_limit(ctx):
     checksum depends on how far it got in its time.)"""
     r, d = _as_plain(ctx, ["sym_libc"], same_output=False)
     check(len(r.summary_lines()) == 1, "want one line\n%s" % r.describe())
+
+
+# Opens until the soft limit says no, then says whether it did and returns.
+FILL_FDS = ("import os, errno\nfds = []\ntry:\n    while True: fds.append(os.open('/dev/null', os.O_RDONLY))\n"
+            "except OSError as e: print('full', e.errno == errno.EMFILE)\n")
+
+
+def test_every_descriptor_used_at_the_end(ctx):
+    soft = 64
+    if resource.getrlimit(resource.RLIMIT_NOFILE)[1] < soft + 64:
+        raise Skip("the hard descriptor limit here leaves no room above %d" % soft)
+    argv = [sys.executable, "-c", FILL_FDS]
+    r, d = _as_plain(ctx, argv, limit=[(resource.RLIMIT_NOFILE, soft)])
+    check(r.stdout_text == "full True\n", "the program did not reach its limit\n%s" % r.describe())
+    check(pprofs(d) == image_files("run") and len(r.wrote_lines()) == 1,
+          "PROFILE_DIR holds %s\n%s" % (pprofs(d), r.describe()))
