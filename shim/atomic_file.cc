@@ -70,6 +70,8 @@ void forget_temp() {
   g_inflight.seq.fetch_add(1, std::memory_order_release);
 }
 
+uid_t g_setup_euid;  // the identity setup made or checked PROFILE_DIR as
+
 std::string why(const char* what, const std::string& path, int err) {
   return std::string(what) + " " + path + ": " + strerror(err);
 }
@@ -188,6 +190,7 @@ bool leave(int from) { return g_inflight.phase.compare_exchange_strong(from, kId
 }  // namespace
 
 std::string ensure_dir(const std::string& dir) {
+  g_setup_euid = geteuid();
   std::string owners = check_owners(dir);  // before anything is created there
   if (!owners.empty()) return owners;
   std::string path;
@@ -250,7 +253,15 @@ std::string write(const std::string& dir, const std::string& name, const std::st
   }
   if (fd < 0) {
     forget_temp();
-    return why("cannot create a temporary for", target, err);
+    std::string w = why("cannot create a temporary for", target, err);
+    // A daemon that dropped privileges since setup (setuid to its own
+    // user): the directory setup made or found is the old identity's.
+    // Said once: the stop's other files fail alike.
+    static std::atomic<bool> said{false};
+    if ((err == EACCES || err == EPERM) && geteuid() != g_setup_euid && !said.exchange(true))
+      w += " (the process runs as uid " + std::to_string(geteuid()) + " now, uid " + std::to_string(g_setup_euid) +
+           " at its start: PROFILE_DIR must be writable by the user it changes to)";
+    return w;
   }
   bool ok = write_all(fd, data, &err);
   if (close(fd) != 0 && ok) ok = false, err = errno;

@@ -4,11 +4,14 @@ through), undisturbed by stale temp files, and a full disk at the stop is a
 reported teardown error that changes nothing else."""
 
 import os
+import shutil
+import sys
+import tempfile
 import signal
 import subprocess
 import time
 
-from common import ERROR_PREFIX, KINDS, Result, check, describe_env, files_in, image_files
+from common import ERROR_PREFIX, KINDS, Result, Skip, check, describe_env, files_in, image_files
 
 VICTIM_TEXT = b"victim: must never be written by the shim\n"
 
@@ -198,3 +201,30 @@ def test_full_disk_at_the_stop(ctx):
             check(os.path.isfile(p), "the summary names %s, which was not written\n%s" % (p, r.describe()))
     finally:
         subprocess.run(["umount", "-l", mnt], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+# A daemon's privilege drop: to nobody, then a normal exit.
+DROP = "import os\nos.setgroups([])\nos.setresgid(65534, 65534, 65534)\nos.setresuid(65534, 65534, 65534)\nprint('dropped')\n"
+
+
+def test_a_program_that_drops_privileges(ctx):
+    """A program started as root that changes to another user before it
+    ends: into a PROFILE_DIR only root may write (the one setup made) the
+    files cannot go, and the line says why and what to do, once; into one
+    the new user may write (mode 1777) they go."""
+    if os.geteuid() != 0:
+        raise Skip("needs root, to change to another user")
+    r, d = ctx.profile([sys.executable, "-c", DROP], expect_rc=0)
+    check(r.stdout_text == "dropped\n" and files_in(d) in ([], [".profshim-symbols"]),
+          "the directory only root may write holds %s\n%s" % (files_in(d), r.describe()))
+    errors = r.error_lines()
+    check(len(errors) == 1 and errors[0].count("must be writable by the user it changes to") == 1 and
+          "uid 65534 now, uid 0 at its start" in errors[0], "want one line with the reason once\n%s" % r.describe())
+    # The test's own directories are 0700: this one's path must be open to nobody.
+    d = tempfile.mkdtemp(prefix="profshim-drop-", dir="/tmp")
+    try:
+        os.chmod(d, 0o1777)
+        r, _ = ctx.profile([sys.executable, "-c", DROP], dir=d, expect_rc=0)
+        _check_profiles(ctx, d, r)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
