@@ -180,6 +180,7 @@ void normal_stop(const char* how, const std::string* stem = nullptr) {
 void before_fork() {
   if (g_state.load() != kRunning) return;
   const int saved = errno;
+  symbolize::libdw_before_fork();
   forks::before_fork();
   engine::each_on(&engine::Engine::before_fork);
   errno = saved;
@@ -187,6 +188,7 @@ void before_fork() {
 
 void after_fork_in_parent() {
   const int saved = errno;
+  symbolize::libdw_after_fork_in_parent();
   if (g_state.load() == kRunning) engine::each_on(&engine::Engine::after_fork_in_parent);
   errno = saved;
 }
@@ -202,6 +204,7 @@ void after_fork_in_child() {
 
 void after_fork_in_child_work() {
   own_signal::after_fork();
+  symbolize::libdw_after_fork_in_child();
   errline::forked();
   if (g_state.load() != kRunning) {
     g_state.store(kInert);

@@ -17,6 +17,15 @@ namespace symbolize {
 // dlopen()s libdw and resolves the functions used (setup.cc says when);
 // false with *err set if libdw is not usable; true at once if loaded.
 bool load_libdw(std::string* err);
+// Around a fork: a child forked while another thread (the snapshot
+// worker) loads libdw would wait for a loader that is not in it, 2 s at
+// its stop, and name nothing. The fork waits for that load to end first
+// (a fraction of a millisecond; at most 1 s), and none starts until the
+// fork is done; a child forked while one still runs does without libdw
+// (names from the symbol cache).
+void libdw_before_fork();
+void libdw_after_fork_in_parent();
+void libdw_after_fork_in_child();
 
 struct Result {
   int mapping = -1;                  // index into Session::mappings(), -1 if none

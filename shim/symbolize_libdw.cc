@@ -16,7 +16,11 @@ namespace symbolize {
 namespace internal {
 
 static Dw g_dw;
-static std::atomic<int> g_dw_state{0};  // 0: not loaded, 1: being loaded, 2: loaded
+// 0: not loaded, 1: being loaded, 2: loaded, 3: not to be loaded in this
+// image (forked while another thread loaded it: the loader's state in the
+// child is that thread's, half-done), 4: not loaded, and a fork under way
+// (a load waits for it: it would start after the fork's check).
+static std::atomic<int> g_dw_state{0};
 const Dw& dw() { return g_dw; }
 
 }  // namespace internal
@@ -30,6 +34,10 @@ bool load_libdw(std::string* err) {
   for (int waited = 0;; ++waited) {
     int state = internal::g_dw_state.load(std::memory_order_acquire);
     if (state == 2) return true;
+    if (state == 3) {
+      if (err) *err = "libdw.so.1 was being loaded by another thread when this process was forked";
+      return false;
+    }
     if (state == 0 && internal::g_dw_state.compare_exchange_strong(state, 1)) break;
     if (waited == 2000) {
       if (err) *err = "libdw.so.1 was still being loaded by another thread after 2 s";
@@ -60,6 +68,27 @@ bool load_libdw(std::string* err) {
   internal::g_dw = t;
   internal::g_dw_state.store(2, std::memory_order_release);
   return true;
+}
+
+void libdw_before_fork() {
+  for (int waited = 0; waited < 1000; ++waited) {
+    int state = internal::g_dw_state.load(std::memory_order_acquire);
+    if (state != 1 && (state != 0 || internal::g_dw_state.compare_exchange_strong(state, 4))) return;
+    if (state == 1) {
+      struct timespec ms = {0, 1000000};
+      nanosleep(&ms, nullptr);
+    }
+  }
+}
+
+void libdw_after_fork_in_parent() {
+  int forking = 4;
+  internal::g_dw_state.compare_exchange_strong(forking, 0);
+}
+
+void libdw_after_fork_in_child() {
+  int forking = 4, loading = 1;
+  if (!internal::g_dw_state.compare_exchange_strong(forking, 0)) internal::g_dw_state.compare_exchange_strong(loading, 3);
 }
 
 }  // namespace symbolize

@@ -120,6 +120,20 @@ def test_a_fork_that_succeeds_keeps_errno(ctx):
               "under the shim: %s %r, plain %s %r" % (r.status, r.stdout_text, plain.status, plain.stdout_text))
 
 
+def test_forks_while_the_snapshot_worker_loads_libdw(ctx):
+    """A program that forks at once, while the snapshot worker (started at
+    setup by PROFILE_INTERVAL) loads libdw: a child forked in the middle of
+    that load waited 2 s at its stop for a loader thread it does not have,
+    and named nothing ("still being loaded ... after 2 s"): 1 to 8 runs in
+    15 hit it. The fork now waits for the load, and none starts during it."""
+    for spin in (0, 50, 100, 200, 400) * 3:
+        argv = ["review_habits", "fork_at_start", str(spin)]
+        r = run(ctx, argv, env=prof_env(ctx, ctx.mkdtemp("prof"), PROFILE_INTERVAL="1s"))
+        check(r.status.is_exit(0) and r.stdout_text == "forked 5\n", "spin %d us:\n%s" % (spin, r.describe()))
+        check("being loaded" not in r.err.decode(), "spin %d us: a child met libdw half-loaded\n%s" % (
+            spin, r.describe()))
+
+
 def test_a_close_that_succeeds_keeps_errno(ctx):
     """close(2) succeeding leaves errno as it was (the shim's look at its
     duplicate of stderr left EBADF behind), inert and profiled."""

@@ -217,6 +217,23 @@ int main(int argc, char** argv) {
     }
     waitpid(pid, NULL, 0);
     printf("parent errno %d\n", e);
+  } else if (!strcmp(mode, "fork_at_start")) {
+    // Forks at once, while the shim's snapshot worker may be loading libdw.
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    long spin_us = argc > 2 ? atol(argv[2]) : 0;
+    do clock_gettime(CLOCK_MONOTONIC, &t);
+    while ((t.tv_sec - t0.tv_sec) * 1000000L + (t.tv_nsec - t0.tv_nsec) / 1000 < spin_us);
+    for (int i = 0; i < 5; i++) {
+      pid_t pid = fork();
+      if (pid == 0) {
+        execl("/bin/true", "true", (char*)NULL);
+        _exit(127);
+      }
+      int st;
+      waitpid(pid, &st, 0);
+    }
+    printf("forked 5\n");
   } else if (!strcmp(mode, "closes_stdio")) {
     printf("closing stdio\n");
     fflush(stdout);
