@@ -9,6 +9,8 @@
 
 #include <atomic>
 
+#include "arch.h"
+#include "go_runtime.h"
 #include "lifecycle.h"
 #include "own_signal.h"
 #include "real.h"
@@ -228,7 +230,12 @@ extern "C" __attribute__((section("profshim_sigcall"), noinline)) Routed profshi
   // Blocked in the program's view: what the kernel does with a blocked
   // signal. fatal() keeps a sent one pending; a fault gets the default
   // action (the kernel resets the handler and kills), after the stop.
-  if (kept_fault(sig) && sigmask::view_blocks(sig)) {
+  // Not in Go's code, nor in any thread of a Go program: Go unblocks the
+  // faults on every thread it starts with its own system call, which the
+  // view never sees (its threads are created with everything blocked), and
+  // a nil dereference is its panic to recover from, not a death.
+  if (kept_fault(sig) && sigmask::view_blocks(sig) && !go_runtime::is_go() &&
+      !go_runtime::in_go_object(reinterpret_cast<const void*>(arch::pc(uc)))) {
     fatal(sig, si, uc);
     return {nullptr, 0};
   }

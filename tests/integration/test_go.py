@@ -216,6 +216,21 @@ def test_go_program_every_way_it_ends(ctx):
             how, stopped, prof.comments))
 
 
+def test_go_recovers_from_nil_dereferences(ctx):
+    """Goroutines fault on nil pointers and recover, as Go programs do (an
+    HTTP server recovers a handler's panic). The runtime starts its threads
+    with every signal blocked and unblocks them with its own system call,
+    which the shim's view of the mask never saw: it took each fault for one
+    the program had blocked and gave it the default action, and the program
+    died of SIGSEGV (8 runs in 8)."""
+    exe = _build_go(ctx, "httphash")
+    argv = [exe, "20", "nil"]
+    plain = run(ctx, argv, env=ctx.env(preload=False))
+    check(plain.status.is_exit(0) and "recovered 400\n" in plain.stdout_text, "plain:\n%s" % plain.describe())
+    for i in range(3):
+        _profiled(ctx, plain, argv, "run %d" % i)
+
+
 def test_cgo_go_program_with_busy_goroutines(ctx):
     """Then the program sends itself SIGTERM: the stop runs from Go's signal
     handler on its signal stack, with the other threads frozen wherever

@@ -12,6 +12,9 @@
 //	fatal   log.Fatal (status 1)
 //	term    SIGTERM to itself, with Go's default handling (death by it)
 //	notify  SIGTERM to itself, taken by signal.Notify; then main returns
+//	nil     8 goroutines each dereference a nil pointer 50 times and
+//	        recover from the panic (Go's SIGSEGV handler makes it one);
+//	        then main returns
 //	quit    a C thread mallocs and frees without pause; SIGQUIT goes to it,
 //	        and Go's handler, there, ends the process (status 2)
 //
@@ -152,6 +155,8 @@ func main() {
 		syscall.Tgkill(os.Getpid(), int(C.churner()), syscall.SIGQUIT)
 		time.Sleep(10 * time.Second)
 		fmt.Println("SIGQUIT did not end the process")
+	case "nil":
+		fmt.Println("recovered", nilPanics(8, 50))
 	case "notify":
 		ch := make(chan os.Signal, 1)
 		signal.Notify(ch, syscall.SIGTERM)
@@ -161,4 +166,38 @@ func main() {
 	if held == nil {
 		fmt.Println("C.malloc failed")
 	}
+}
+
+type cell struct{ x int }
+
+//go:noinline
+func deref(p *cell) int { return p.x }
+
+// nilPanics: goroutines (on the runtime's threads, which it starts with
+// every signal blocked and then unblocks with its own system call) that
+// fault on a nil pointer and recover; how many recovered.
+func nilPanics(goroutines, each int) int {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	recovered := 0
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				func() {
+					defer func() {
+						if recover() != nil {
+							mu.Lock()
+							recovered++
+							mu.Unlock()
+						}
+					}()
+					deref(nil)
+				}()
+			}
+		}()
+	}
+	wg.Wait()
+	return recovered
 }
