@@ -374,6 +374,6 @@ extern "C" void profshim_go_exit(int status, uintptr_t sp) {
       freeze::others_before(sys::now_ns(CLOCK_MONOTONIC) + go_runtime::g_timeout_ms * 1000000ull);
     lifecycle::stop(go_runtime::g_how);
   }
-  syscall(SYS_exit_group, status);
+  sys::exit_group(status);
   __builtin_unreachable();
 }

@@ -1,5 +1,6 @@
 // real: dlsym(RTLD_NEXT) of the interposed originals; see real.h.
 #include "real.h"
+#include "sys.h"
 
 #include <dlfcn.h>
 #include <sys/syscall.h>
@@ -45,7 +46,7 @@ void* need(const char* name, bool required) {
     (void)!::write(2, msg, sizeof msg - 1);
     (void)!::write(2, name, strlen(name));
     (void)!::write(2, "\n", 1);
-    syscall(SYS_exit_group, 127);
+    sys::exit_group(127);
   }
   return p;
 }

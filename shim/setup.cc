@@ -51,7 +51,7 @@ config::Config& cfg() {
 [[noreturn]] void fail(const std::string& why) {
   errline::line(("error: " + why).c_str());
   // Before main: nothing of the program's has run, so nothing to flush.
-  syscall(SYS_exit_group, 78);
+  sys::exit_group(78);
   __builtin_unreachable();
 }
 

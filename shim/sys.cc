@@ -141,6 +141,19 @@ int top_free_fd() {
   return lim / 2 > 2 ? lim / 2 : 3;
 }
 
+void exit_group(int status) {
+  for (;;) {
+#if defined(__x86_64__)
+    long nr = SYS_exit_group;
+    __asm__ volatile("syscall" : "+a"(nr) : "D"(long(status)) : "rcx", "r11", "memory");
+#elif defined(__aarch64__)
+    register long x8 __asm__("x8") = SYS_exit_group;
+    register long x0 __asm__("x0") = status;
+    __asm__ volatile("svc #0" : "+r"(x0) : "r"(x8) : "memory");
+#endif
+  }
+}
+
 DescriptorRoom::DescriptorRoom() {
   if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, nullptr, &saved_) != 0 || saved_.rlim_cur >= saved_.rlim_max ||
       saved_.rlim_cur > (1u << 30))

@@ -60,6 +60,10 @@ bool single_threaded();
 // expects).
 int top_free_fd();
 
+// Ends the process with the kernel's exit_group, not through syscall(),
+// which the shim interposes (a program's exit_group there is a stop).
+[[noreturn]] void exit_group(int status);
+
 // For a stop (finish.cc): a program that has used every descriptor its soft
 // RLIMIT_NOFILE allows leaves none for the stop's few (a temporary per
 // file, /proc's maps, the libraries' ELF files), and every profile is lost.
