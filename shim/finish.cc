@@ -383,6 +383,7 @@ void run(Context& ctx) {
   to.symbol_cache = cfg.dir;
   Written w;
   write(set, to, &w);
+  if (strcmp(ctx.how, "exec") != 0) image::unpublish();
   f.files = std::move(w.files);
   f.symbolize_ms = w.symbolize_ms;
   f.names_cut = w.names_cut;

@@ -158,6 +158,9 @@ void setup(const config::Config* cfg, pid_t me) {
   long long start = 0;
   int sid = 0;
   const char* v = getenv(kImageVar);
+  // A child a Go program started: its marker is in PROFILE_DIR.
+  const std::string published = v || !cfg ? std::string() : parents_marker(cfg->dir, g_parent);
+  if (!v && !published.empty()) v = published.c_str();
   if (v && sscanf(v, "%d:%d:%d:%llx:%lld:%d", &root, &pid, &gen, &sess, &start, &sid) >= 5 && root != 0 &&
       sess == session() && start > 0) {
     g_root_sid = sid;

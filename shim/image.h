@@ -70,4 +70,13 @@ bool env_profiles(char* const envp[], const char* path, const char* argv0);
 // root even if this one is (the root's NAME.* is already written).
 char** exec_env(char* const envp[], bool may_be_root = true);
 
+// For a program whose children do not inherit its environment from libc's
+// environ (Go: image_publish.cc): its marker, as its children would see it,
+// in PROFILE_DIR (dir) for as long as it runs; unpublish() at its stop.
+void publish_for_children(const std::string& dir, const char* marker);
+void unpublish();
+// The marker the parent published for its children, if it is still that
+// process; "" if none.
+std::string parents_marker(const std::string& dir, pid_t parent);
+
 }  // namespace image

@@ -104,6 +104,9 @@ void setup(void*) {
     errline::line((std::string("warning: a Go program whose exit the shim cannot catch (") + go_why +
                    "): its profiles are written at a signal's stop or PROFILE_INTERVAL's snapshots only")
                       .c_str());
+  // Go builds its children's environment from its own copy, made before
+  // this image's marker was set: they find the marker in PROFILE_DIR.
+  if (go_runtime::is_go()) image::publish_for_children(cfg().dir, getenv("PROFSHIM_IMAGE"));
   if (sys::memory_limited()) stack::reserve(shim_thread::kStack);
   stackwalk::prime();
   stackwalk::note_unsafe_code();

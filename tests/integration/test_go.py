@@ -231,6 +231,27 @@ def test_go_recovers_from_nil_dereferences(ctx):
         _profiled(ctx, plain, argv, "run %d" % i)
 
 
+def test_children_of_a_go_program_are_not_the_root(ctx):
+    """os/exec starts /bin/sh five times. Go builds a child's environment
+    from its own copy, made before the shim added its marker, so each
+    child took itself for the root: NAME.* was the last sh's, and the Go
+    program's own profile went to NAME.httphash.PID. The Go program keeps
+    NAME.*; each sh writes files of its own; nothing is left behind."""
+    exe = _build_go(ctx, "httphash")
+    argv = [exe, "20", "spawn"]
+    plain = run(ctx, argv, env=ctx.env(preload=False))
+    check(plain.status.is_exit(0) and "spawned 5\n" in plain.stdout_text, "plain:\n%s" % plain.describe())
+    d = ctx.mkdtemp("prof")
+    r = run(ctx, argv, env=prof_env(ctx, d))
+    _same_as_plain(plain, r, "spawn")
+    mine = [l for l in r.wrote_lines() if "/run.cpu.pprof " in l]
+    check(len(mine) == 1 and "httphash" in mine[0].rsplit("): ", 1)[-1], "run.cpu.pprof should be the Go program's:\n%s" %
+          "\n".join(r.wrote_lines()))
+    children = [n for n in os.listdir(d) if n.startswith("run.") and n.endswith(".cpu.pprof") and n != "run.cpu.pprof"]
+    check(len(children) == 5, "want the five shells' own files, PROFILE_DIR holds %s" % sorted(os.listdir(d)))
+    check(not [n for n in os.listdir(d) if n.startswith(".profshim-image")], "left: %s" % sorted(os.listdir(d)))
+
+
 def test_cgo_go_program_with_busy_goroutines(ctx):
     """Then the program sends itself SIGTERM: the stop runs from Go's signal
     handler on its signal stack, with the other threads frozen wherever

@@ -12,6 +12,7 @@
 //	fatal   log.Fatal (status 1)
 //	term    SIGTERM to itself, with Go's default handling (death by it)
 //	notify  SIGTERM to itself, taken by signal.Notify; then main returns
+//	spawn   os/exec runs /bin/sh -c true 5 times; then main returns
 //	nil     8 goroutines each dereference a nil pointer 50 times and
 //	        recover from the panic (Go's SIGSEGV handler makes it one);
 //	        then main returns
@@ -55,6 +56,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
 	"strconv"
 	"sync"
@@ -155,6 +157,13 @@ func main() {
 		syscall.Tgkill(os.Getpid(), int(C.churner()), syscall.SIGQUIT)
 		time.Sleep(10 * time.Second)
 		fmt.Println("SIGQUIT did not end the process")
+	case "spawn":
+		for i := 0; i < 5; i++ {
+			if err := exec.Command("/bin/sh", "-c", "true").Run(); err != nil {
+				fmt.Println("spawn:", err)
+			}
+		}
+		fmt.Println("spawned 5")
 	case "nil":
 		fmt.Println("recovered", nilPanics(8, 50))
 	case "notify":

@@ -1,0 +1,78 @@
+// image_publish: the marker of a program whose children cannot inherit it
+// through the environment; see image.h.
+//
+// Go copies its environment from the process's stack when it starts and
+// builds its children's from that copy: the PROFSHIM_IMAGE setup adds
+// through libc's environ never reaches them, and its os/exec starts them
+// with its own execve. Each child then took itself for the root, wrote
+// NAME.* over the Go program's (a crawler's run.cpu.pprof became the last
+// /bin/true's) and renamed the Go program's to NAME.PROG.PID. Such a
+// program publishes its marker in PROFILE_DIR instead, with its start time,
+// and an image with no marker of its own reads its parent's there.
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "atomic_file.h"
+#include "fsroot.h"
+#include "image.h"
+#include "sys.h"
+
+namespace image {
+namespace {
+
+char g_published[4096];  // the file's path, while it stands ("" else)
+
+std::string file_for(pid_t pid) { return ".profshim-image." + std::to_string(pid); }
+
+// The process's start time in clock ticks since boot (/proc's stat, field
+// 22): with the pid, which process it is; "" if unreadable.
+std::string start_ticks(pid_t pid) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/stat", int(pid));
+  std::string stat = sys::read_file(path);
+  size_t p = stat.rfind(')');
+  if (p == std::string::npos) return std::string();
+  // Fields after the command: state (3) ... starttime (22).
+  int field = 2;
+  for (size_t i = p + 1; i < stat.size(); ++i) {
+    if (stat[i] != ' ') continue;
+    if (++field == 22) {
+      size_t end = stat.find(' ', i + 1);
+      return stat.substr(i + 1, end == std::string::npos ? std::string::npos : end - i - 1);
+    }
+  }
+  return std::string();
+}
+
+}  // namespace
+
+void publish_for_children(const std::string& dir, const char* marker) {
+  const std::string ticks = start_ticks(getpid());
+  if (!marker || ticks.empty()) return;
+  const std::string name = file_for(getpid());
+  const std::string path = dir + "/" + name;
+  if (path.size() < sizeof g_published && atomic_file::write(dir, name, std::string(marker) + "\n" + ticks + "\n").empty())
+    memcpy(g_published, path.c_str(), path.size() + 1);
+}
+
+void unpublish() {
+  if (!g_published[0]) return;
+  fsroot::unlink(g_published);
+  g_published[0] = 0;
+}
+
+std::string parents_marker(const std::string& dir, pid_t parent) {
+  if (parent <= 1) return std::string();
+  const std::string text = sys::read_file((dir + "/" + file_for(parent)).c_str());
+  size_t nl = text.find('\n');
+  if (nl == std::string::npos || nl == 0) return std::string();
+  // A process that died and whose pid another took left it: not this parent's.
+  const std::string ticks = text.substr(nl + 1, text.find('\n', nl + 1) - nl - 1);
+  if (ticks.empty() || ticks != start_ticks(parent)) return std::string();
+  return text.substr(0, nl);
+}
+
+}  // namespace image
