@@ -399,7 +399,10 @@ void run(Context& ctx) {
   }
   snapshot::at_stop(set.part("heap"), &f);
   forks::figures(&f);
-  if (!f.files.empty()) forks::release();
+  if (!f.files.empty())
+    forks::release();
+  else if (std::string kept = forks::nothing_written(); !kept.empty())
+    f.more.push_back(kept);
   getrusage(RUSAGE_SELF, &ru);
   f.peak_rss_bytes = uint64_t(ru.ru_maxrss) * 1024;
   f.wall_s = double(ctx.stop_mono_ns - ctx.start_mono_ns) / 1e9;

@@ -378,6 +378,18 @@ void release() {
   if (g_owner && g_area && g_path[0]) fsroot::unlink(g_path);
 }
 
+std::string nothing_written() {
+  area::Header* h = g_area;
+  if (!g_owner || !h) return std::string();
+  uint64_t merged, cpu;
+  ready(h, &merged, &cpu);
+  if (!merged) {
+    release();
+    return std::string();
+  }
+  return " | " + std::to_string(merged) + " forked processes' samples stay in " + g_path + " (profshim ls)";
+}
+
 std::string give_up() {
   area::Header* h = g_area;
   if (!g_owner || !h) return std::string();

@@ -51,6 +51,11 @@ void figures(summary::Figures* f);
 // The owner's stop wrote its files: the area's file is removed (what a
 // SIGKILLed owner leaves there is what `profshim ls` shows).
 void release();
+// The owner's stop wrote none of its files (a directory it may no longer
+// write, a full disk): the area's file is removed unless children handed
+// something over, then " | N forked processes' samples stay in FILE
+// (profshim ls)" for the line; else "".
+std::string nothing_written();
 // The owner's stop is given up (a seccomp filter about to go in forbids
 // it; called while every call is still allowed): the area is closed as at
 // a stop, and its file removed unless children handed something over;

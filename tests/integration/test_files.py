@@ -204,6 +204,7 @@ def test_full_disk_at_the_stop(ctx):
 
 
 # A daemon's privilege drop: to nobody, then a normal exit.
+FORK = "import os\npid = os.fork()\nif pid == 0:\n    sum(range(2000000))\n    os._exit(0)\nos.waitpid(pid, 0)\n"
 DROP = "import os\nos.setgroups([])\nos.setresgid(65534, 65534, 65534)\nos.setresuid(65534, 65534, 65534)\nprint('dropped')\n"
 
 
@@ -221,6 +222,12 @@ def test_a_program_that_drops_privileges(ctx):
     check(len(errors) == 1 and errors[0].count("must be writable by the user it changes to") == 1 and
           "uid 65534 now, uid 0 at its start" in errors[0], "want one line with the reason once\n%s" % r.describe())
     # The test's own directories are 0700: this one's path must be open to nobody.
+    # A child forked before the drop handed its samples over: the line says
+    # where they stay.
+    r, d = ctx.profile([sys.executable, "-c", FORK + DROP], expect_rc=0)
+    errors = r.error_lines()
+    check(len(errors) == 1 and "1 forked processes' samples stay in" in errors[0],
+          "the line should say where the child's samples stay\n%s" % r.describe())
     d = tempfile.mkdtemp(prefix="profshim-drop-", dir="/tmp")
     try:
         os.chmod(d, 0o1777)
