@@ -117,7 +117,9 @@ $(BUILD)/.dep-files:
 # a jemalloc without it fails the link. Its calls to open() go to the
 # shim's filter (heap_dump_maps.cc), which keeps the process's maps out of
 # heap dumps; its creat() there too, which hands it the memfd the shim dumps
-# into (no path, so no /proc, whatever root the program has). Its
+# into (no path, so no /proc, whatever root the program has). Its calls to
+# madvise() go to the shim's (heap_advice.cc), which makes none once a
+# seccomp filter the program put in would kill it. Its
 # constructor (.init_array) is dropped: it would boot jemalloc at load in
 # every process, reading MALLOC_CONF meant for another jemalloc; jemalloc
 # boots at its first call instead, which comes only where the heap is
@@ -140,7 +142,8 @@ $(BUILD)/jemalloc_pic.a: $(JEMALLOC_A) Makefile | $(BUILD)/.deps-ok
 	        --rename-section .text.startup=profshim_alloc \
 	        $(foreach f,$(JEMALLOC_API),--redefine-sym $(f)=profshim_je_$(f)) \
 	        --redefine-sym curpages=profshim_je_curpages --globalize-symbol=profshim_je_curpages \
-	        --redefine-sym open=profshim_je_open --redefine-sym creat=profshim_je_creat --remove-section=.init_array $$src $@.tmp
+	        --redefine-sym open=profshim_je_open --redefine-sym creat=profshim_je_creat \
+	        --redefine-sym madvise=profshim_je_madvise --remove-section=.init_array $$src $@.tmp
 	$(AR) d $@.tmp jemalloc_cpp.pic.o
 	rm -rf $@.prof && mkdir $@.prof
 	cd $@.prof && m=$$($(AR) t ../$(notdir $@).tmp | grep '^prof') && $(AR) x ../$(notdir $@).tmp $$m \

@@ -60,6 +60,12 @@ uint64_t allocated();
 // retain:false, alloc_choice.cc; the next allocator: malloc_trim). True if
 // it could try.
 bool give_back();
+// Before a seccomp filter that kills madvise goes in (sandbox.h), while
+// jemalloc serves: jemalloc stops returning freed memory to the system as
+// time passes (its decay off in every arena, heap_advice.cc), and each
+// madvise it would still make fails without reaching the kernel
+// (sys::forbid_advice). Freed memory is kept for reuse, not returned.
+void keep_freed();
 // True if malloc as the program sees it is the shim's (not a static copy of
 // the program's own allocator or another preload).
 bool serves_malloc();

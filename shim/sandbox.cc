@@ -23,8 +23,10 @@
 
 #include <atomic>
 
+#include "alloc_choice.h"
 #include "arch.h"
 #include "errline.h"
+#include "heap.h"
 #include "image.h"
 #include "lifecycle.h"
 #include "seccomp_bpf.h"
@@ -54,7 +56,10 @@ constexpr uint32_t kArch = AUDIT_ARCH_AARCH64;
 // loops on it, a futex wait spins.
 // kHandOver: a fork child's hand-over (forks.h); forbidden, children write
 // their own files and the stop goes on.
-enum Need : uint8_t { kRun = 1, kStop = 2, kTimer = 4, kSignals = 8, kMust = 16, kHandOver = 32 };
+// kAdvice: madvise, with each advice the shim and its jemalloc give;
+// forbidden, jemalloc keeps what is freed (heap.h, keep_freed) and no
+// madvise is made again (sys::advise).
+enum Need : uint8_t { kRun = 1, kStop = 2, kTimer = 4, kSignals = 8, kMust = 16, kHandOver = 32, kAdvice = 64 };
 
 // One of the shim's calls with the arguments a filter might look at (flags,
 // the signal's target): the ones the shim passes, as far as they are fixed.
@@ -173,6 +178,15 @@ const Probe kProbes[] = {
     P(ftruncate, kHandOver, 0, 0),
     P(fallocate, kHandOver, 0, 0),
     P(faccessat, kStop, kAtCwd),
+    // Advice: jemalloc's purges (DONTNEED, FREE), the shim's tables wiped
+    // in fork children (and the unknown advice that tells an emulator's
+    // answer apart), jemalloc's huge pages (opt.thp).
+    P(madvise, kAdvice, 0, 4096, MADV_DONTNEED),
+    P(madvise, kAdvice, 0, 4096, MADV_FREE),
+    P(madvise, kAdvice, 0, 4096, MADV_WIPEONFORK),
+    P(madvise, kAdvice, 0, 4096, ~0ull),
+    P(madvise, kAdvice, 0, 4096, MADV_HUGEPAGE),
+    P(madvise, kAdvice, 0, 4096, MADV_NOHUGEPAGE),
 #ifdef SYS_open  // the calls glibc and libraries still make by their old numbers
     P(open, kStop, 0, O_RDONLY | O_CLOEXEC),
     P(creat, kStop, 0, 0600),
@@ -279,10 +293,19 @@ bool may_install() {
   return syscall(SYS_capget, &h, d) == 0 && (d[CAP_SYS_ADMIN / 32].effective >> (CAP_SYS_ADMIN % 32)) & 1;
 }
 
+// What the filter forbids of madvise, whether the shim profiles or not:
+// jemalloc may serve an image whose setup failed.
+void act_on_advice(const struct sock_fprog& f) {
+  if (sys::advice_forbidden() || !first_killed(f, kAdvice)) return;
+  heap::keep_freed();
+  sys::forbid_advice();
+}
+
 void before_filter(unsigned flags, const void* prog) {
   // A vfork child shares the parent's memory: what it gives up would be the
   // parent's too.
-  if (!lifecycle::profiling() || !prog || lifecycle::in_vfork_child()) return;
+  const bool profiling = lifecycle::profiling();
+  if ((!profiling && !alloc_choice::jemalloc()) || !prog || lifecycle::in_vfork_child()) return;
   // What the kernel would refuse (EINVAL, EACCES) changes nothing.
   constexpr unsigned kKnownFlags = 0x3f;  // TSYNC .. WAIT_KILLABLE_RECV
   if (flags & ~kKnownFlags) return;
@@ -290,14 +313,21 @@ void before_filter(unsigned flags, const void* prog) {
   struct sock_filter* insns = nullptr;
   if (!copy_filter(prog, &f, &insns)) return;
   f.filter = insns;
-  if (seccomp_bpf::valid(f.filter, f.len) && may_install()) act_on(f);
+  if (seccomp_bpf::valid(f.filter, f.len) && may_install()) {
+    act_on_advice(f);
+    if (profiling) act_on(f);
+  }
   free(insns);
 }
 
 void strict_mode() {
-  if (!lifecycle::profiling()) return;
   // Only read, write, exit and sigreturn are left: nothing of the shim's.
   if (lifecycle::in_vfork_child()) return;
+  if (!sys::advice_forbidden()) {
+    heap::keep_freed();
+    sys::forbid_advice();
+  }
+  if (!lifecycle::profiling()) return;
   g_timers_forbidden.store(true);
   g_hand_over_forbidden.store(true);
   image::mark_sandboxed();

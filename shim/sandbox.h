@@ -12,7 +12,11 @@
 //    thread names, clocks): sampling and the wait profile end here; what
 //    was recorded before stays for the stop;
 //  - the calls of the stop (files, the stop's thread, /proc): no stop at
-//    all, and no snapshot; the line says so now, when it still can.
+//    all, and no snapshot; the line says so now, when it still can;
+//  - madvise, which the shim's jemalloc makes on the program's free(): it
+//    keeps what is freed from then on (heap.h, keep_freed), and neither
+//    it nor the shim makes the call again (sys::advise). Whether the
+//    shim profiles or not: jemalloc may serve an image whose setup failed.
 // A call the filter makes fail (SECCOMP_RET_ERRNO) is left to fail: the
 // shim handles a failed call as it handles any other.
 //

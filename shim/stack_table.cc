@@ -109,7 +109,7 @@ void Table::release_pages() {
   if (!entries_) return;
   Region r[kRegions];
   regions(r);
-  for (int i = 0; i < kRegions - 1; ++i) madvise(r[i].at, r[i].bytes, MADV_DONTNEED);
+  for (int i = 0; i < kRegions - 1; ++i) sys::advise(r[i].at, r[i].bytes, MADV_DONTNEED);
 }
 
 void Table::publish(uint32_t idx) {

@@ -140,7 +140,7 @@ bool only_file_pages(uintptr_t from, uintptr_t to, long page) {
 // mapping can be written (a mapping no one can write to holds only the
 // file's pages).
 void drop_pages(uintptr_t a, uintptr_t b, long page, bool check) {
-  if (b > a && (!check || only_file_pages(a, b, page))) madvise(reinterpret_cast<void*>(a), b - a, MADV_DONTNEED);
+  if (b > a && (!check || only_file_pages(a, b, page))) sys::advise(reinterpret_cast<void*>(a), b - a, MADV_DONTNEED);
 }
 
 }  // namespace

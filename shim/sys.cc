@@ -62,10 +62,26 @@ bool memory_limited() {
   return false;
 }
 
+namespace {
+std::atomic<bool> g_advice_forbidden{false};
+}  // namespace
+
+void forbid_advice() { g_advice_forbidden.store(true); }
+bool advice_forbidden() { return g_advice_forbidden.load(std::memory_order_relaxed); }
+
+bool advise(void* p, size_t bytes, int advice) {
+  if (advice_forbidden()) return false;
+  const int saved = errno;
+  const bool ok = syscall(SYS_madvise, p, bytes, advice) == 0;
+  errno = saved;
+  return ok;
+}
+
 bool wipe_on_fork(void* p, size_t bytes) {
 #ifndef MADV_WIPEONFORK
 #define MADV_WIPEONFORK 18
 #endif
+  if (advice_forbidden()) return false;  // a fork child maps fresh tables instead
   const int saved = errno;
   // An emulator may take any advice and do nothing (qemu-user before 8.1
   // returns 0 for all of it): advice no kernel knows must be refused first,

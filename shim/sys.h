@@ -47,8 +47,18 @@ void futex_wake(volatile uint32_t* word);
 bool memory_limited();
 
 // Marks a private anonymous mapping zero-filled in fork children
-// (MADV_WIPEONFORK); false where the kernel does not know it. errno kept.
+// (MADV_WIPEONFORK); false where the kernel does not know it, or advice is
+// forbidden. errno kept.
 bool wipe_on_fork(void* p, size_t bytes);
+
+// The shim's own madvise: false, without the call, once a seccomp filter
+// the program put in kills it (sandbox.h forbids advice before the filter
+// is in force; the call would end the program). Every use is an economy
+// the shim can do without. errno kept. jemalloc's calls wait on the same
+// gate (heap_advice.cc).
+bool advise(void* p, size_t bytes, int advice);
+void forbid_advice();
+bool advice_forbidden();
 
 // Whether the calling thread is the process's only one (num_threads of
 // /proc/self/stat); false when that cannot be read.
