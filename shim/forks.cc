@@ -102,6 +102,7 @@ area::Header* create() {
     fsroot::unlink(path.c_str());
     return nullptr;
   }
+  sys::dont_dump(p, size);  // a coredump_filter with bit 3 set would write it whole
   memcpy(g_path, path.c_str(), path.size() + 1);
   return static_cast<area::Header*>(p);
 }

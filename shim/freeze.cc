@@ -31,7 +31,8 @@ struct State {
 };
 State g;
 
-struct TidSet {
+// Page-aligned, and a whole number of pages: each is left out of cores.
+struct alignas(4096) TidSet {
   int32_t slot[kSet];
   bool insert(int32_t tid) {
     for (uint32_t i = uint32_t(tid) * 2654435761u, n = 0; n < kSet; ++i, ++n) {
@@ -184,8 +185,10 @@ Result others(uint64_t deadline_ns, uint64_t park_until_ns) {
   announce(park_until_ns);
   int dirfd = fsroot::open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dirfd < 0) return r;
-  // In .bss, not on the (fresh but bounded) stack: 256 KiB each.
+  // In .bss, not on the (fresh but bounded) stack: 256 KiB each, zeroed
+  // whole here, and out of the core the process dumps next (sys.h).
   static TidSet parked, deaf, suspect;
+  for (TidSet* set : {&parked, &deaf, &suspect}) sys::dont_dump(set, sizeof *set);
   for (auto& s : parked.slot) s = 0;
   for (auto& s : deaf.slot) s = 0;
   for (auto& s : suspect.slot) s = 0;

@@ -46,7 +46,9 @@ uint64_t xorshift(uint64_t x) {
 void* map_zeroed(size_t bytes) {
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                  -1, 0);
-  return p == MAP_FAILED ? nullptr : p;
+  if (p == MAP_FAILED) return nullptr;
+  sys::dont_dump(p, bytes);
+  return p;
 }
 
 // The kernel's per-thread CPU clock id for any tid of this process

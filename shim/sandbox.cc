@@ -178,11 +178,13 @@ const Probe kProbes[] = {
     P(ftruncate, kHandOver, 0, 0),
     P(fallocate, kHandOver, 0, 0),
     P(faccessat, kStop, kAtCwd),
-    // Advice: jemalloc's purges (DONTNEED, FREE), the shim's tables wiped
-    // in fork children (and the unknown advice that tells an emulator's
-    // answer apart), jemalloc's huge pages (opt.thp).
+    // Advice: jemalloc's purges (DONTNEED, FREE), the shim's memory kept
+    // out of cores, its tables wiped in fork children (and the unknown
+    // advice that tells an emulator's answer apart), jemalloc's huge pages
+    // (opt.thp).
     P(madvise, kAdvice, 0, 4096, MADV_DONTNEED),
     P(madvise, kAdvice, 0, 4096, MADV_FREE),
+    P(madvise, kAdvice, 0, 4096, MADV_DONTDUMP),
     P(madvise, kAdvice, 0, 4096, MADV_WIPEONFORK),
     P(madvise, kAdvice, 0, 4096, ~0ull),
     P(madvise, kAdvice, 0, 4096, MADV_HUGEPAGE),

@@ -22,7 +22,8 @@ bool is_shim_altstack(const void* ss_sp) { return ss_sp && ss_sp == t_shim_alt; 
 int raw_sigaltstack(const stack_t* ss, stack_t* old) { return int(syscall(SYS_sigaltstack, ss, old)); }
 
 // Enough for the fatal handler until it moves to a stack of its own
-// (lifecycle's fatal stop); touched only when used.
+// (lifecycle's fatal stop); touched only when used. Left in cores, unlike
+// the shim's other memory (sys.h, dont_dump): a crash's frames are on it.
 constexpr size_t kAltStack = 64 << 10;
 
 void* ensure_altstack() {

@@ -125,6 +125,8 @@ void on_fresh(void* p) {
 
 namespace {
 // One stack mapped ahead, for a process under a memory limit (reserve()).
+// The stacks are left in cores, unlike the shim's other memory (sys.h,
+// dont_dump): a crash's frames may be on them.
 std::atomic<void*> g_reserved{nullptr};
 size_t g_reserved_total;
 

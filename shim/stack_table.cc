@@ -46,7 +46,9 @@ namespace {
 void* map_zeroed(size_t bytes) {
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                  -1, 0);
-  return p == MAP_FAILED ? nullptr : p;
+  if (p == MAP_FAILED) return nullptr;
+  sys::dont_dump(p, bytes);
+  return p;
 }
 
 uint64_t mix(uint64_t h, uint64_t v) {

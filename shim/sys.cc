@@ -77,6 +77,10 @@ bool advise(void* p, size_t bytes, int advice) {
   return ok;
 }
 
+void dont_dump(void* p, size_t bytes) {
+  if (p) advise(p, bytes, MADV_DONTDUMP);
+}
+
 bool wipe_on_fork(void* p, size_t bytes) {
 #ifndef MADV_WIPEONFORK
 #define MADV_WIPEONFORK 18

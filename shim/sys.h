@@ -59,6 +59,12 @@ bool wipe_on_fork(void* p, size_t bytes);
 bool advise(void* p, size_t bytes, int advice);
 void forbid_advice();
 bool advice_forbidden();
+// Leaves memory of the shim's own out of core dumps (MADV_DONTDUMP, whole
+// pages): the kernel writes a core in address order and stops at
+// RLIMIT_CORE, and the shim's tables and buffers, mapped below the
+// program's stack, took the room the stack needed (a core of 1 MiB had no
+// backtrace). Where advice is forbidden or refused they stay in. Signal-safe.
+void dont_dump(void* p, size_t bytes);
 
 // Whether the calling thread is the process's only one (num_threads of
 // /proc/self/stat); false when that cannot be read.
