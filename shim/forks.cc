@@ -379,29 +379,26 @@ void release() {
   if (g_owner && g_area && g_path[0]) fsroot::unlink(g_path);
 }
 
-std::string nothing_written() {
-  area::Header* h = g_area;
-  if (!g_owner || !h) return std::string();
+namespace {
+// After a stop that writes nothing: what children handed over stays, named
+// after sep; with nothing handed over the area's file goes.
+std::string keep_or_release(const char* sep) {
   uint64_t merged, cpu;
-  ready(h, &merged, &cpu);
+  ready(g_area, &merged, &cpu);
   if (!merged) {
     release();
     return std::string();
   }
-  return " | " + std::to_string(merged) + " forked processes' samples stay in " + g_path + " (profshim ls)";
+  return sep + std::to_string(merged) + " forked processes' samples stay in " + g_path + " (profshim ls)";
 }
+}  // namespace
+
+std::string nothing_written() { return g_owner && g_area ? keep_or_release(" | ") : std::string(); }
 
 std::string give_up() {
-  area::Header* h = g_area;
-  if (!g_owner || !h) return std::string();
+  if (!g_owner || !g_area) return std::string();
   close(sys::now_ns(CLOCK_MONOTONIC) + 200000000ull);
-  uint64_t merged, cpu;
-  ready(h, &merged, &cpu);
-  if (!merged) {
-    release();
-    return std::string();
-  }
-  return "; " + std::to_string(merged) + " forked processes' samples stay in " + g_path + " (profshim ls)";
+  return keep_or_release("; ");
 }
 
 void reopen() {
