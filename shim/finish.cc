@@ -18,6 +18,7 @@
 #include "image.h"
 #include "pprof.h"
 #include "snapshot.h"
+#include "sandbox.h"
 #include "summary.h"
 #include "summary_log.h"
 #include "symbolize.h"
@@ -260,6 +261,7 @@ void lookup_reusing(symbolize::Session& session, NameCache* cache, Symbols* sym)
 }  // namespace
 
 void report_failure(Context& ctx, const char* why) {
+  sys::DescriptorRoom::give_back();  // a stop left by its recovery ran no destructor
   if (ctx.reported.exchange(true)) return;
   char buf[3072] = "error: the stop ended early: ";
   size_t len = strlen(buf);
@@ -269,6 +271,7 @@ void report_failure(Context& ctx, const char* why) {
 }
 
 void report_timeout(Context& ctx) {
+  sys::DescriptorRoom::give_back();  // the program goes on while the stop may still run
   if (ctx.reported.exchange(true)) return;
   char buf[3072] = "error: the stop did not finish within ";
   size_t len = strlen(buf);
@@ -337,7 +340,7 @@ void write(Set& set, const Target& to, Written* out) {
 
 void run(Context& ctx) {
   const config::Config& cfg = *ctx.cfg;
-  sys::DescriptorRoom room;  // before the program runs on (or execs), its limit is its own again
+  sys::DescriptorRoom room(!sandbox::filter_seen());  // the program's limit again before it runs on or execs
   // The snapshot worker's work in progress ends first: one writer at a time.
   const bool worker_let_go = snapshot::halt(ctx.deadline_mono_ns);
   // What a stop that gives up names as written is its own files only (a

@@ -27,6 +27,7 @@
 #include "image.h"
 #include "lifecycle.h"
 #include "real.h"
+#include "sandbox.h"
 #include "recover.h"
 #include "sampler.h"
 #include "sigmask.h"
@@ -383,7 +384,7 @@ EXPORT int pthread_create(pthread_t* t, const pthread_attr_t* attr, void* (*fn)(
 }
 
 EXPORT void pthread_exit(void* rv) {
-  if (lifecycle::profiling() && getpid() == gettid()) lifecycle::main_thread_exiting();
+  if (lifecycle::profiling() && !sandbox::getpid_forbidden() && getpid() == gettid()) lifecycle::main_thread_exiting();
   thread_leaves();
   real::pthread_exit()(rv);
   __builtin_unreachable();

@@ -9,7 +9,9 @@
 // /bin/true's) and renamed the Go program's to NAME.PROG.PID. Such a
 // program publishes its marker in PROFILE_DIR instead, with its start time,
 // and an image with no marker of its own reads its parent's there.
+#include <fcntl.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -24,6 +26,7 @@ namespace image {
 namespace {
 
 char g_published[4096];  // the file's path, while it stands ("" else)
+pid_t g_published_by;     // the image that wrote it (a fork child has the path too)
 
 std::string file_for(pid_t pid) { return ".profshim-image." + std::to_string(pid); }
 
@@ -55,18 +58,31 @@ void publish_for_children(const std::string& dir, const char* marker) {
   const std::string name = file_for(getpid());
   const std::string path = dir + "/" + name;
   if (path.size() < sizeof g_published && atomic_file::write(dir, name, std::string(marker) + "\n" + ticks + "\n").empty())
-    memcpy(g_published, path.c_str(), path.size() + 1);
+    memcpy(g_published, path.c_str(), path.size() + 1), g_published_by = image::pid();
 }
 
 void unpublish() {
   if (!g_published[0]) return;
-  fsroot::unlink(g_published);
+  if (g_published_by == image::pid()) fsroot::unlink(g_published);
   g_published[0] = 0;
 }
 
 std::string parents_marker(const std::string& dir, pid_t parent) {
   if (parent <= 1) return std::string();
-  const std::string text = sys::read_file((dir + "/" + file_for(parent)).c_str());
+  // A directory others may write (1777): only a small regular file of this
+  // user's, read at once (a FIFO planted there would block the start, a
+  // symlink to /dev/zero read for ever).
+  const std::string path = dir + "/" + file_for(parent);
+  int fd = fsroot::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return std::string();
+  char buf[256];
+  struct stat st;
+  ssize_t n = -1;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && st.st_size < off_t(sizeof buf))
+    n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return std::string();
+  const std::string text(buf, size_t(n));
   size_t nl = text.find('\n');
   if (nl == std::string::npos || nl == 0) return std::string();
   // A process that died and whose pid another took left it: not this parent's.

@@ -65,16 +65,13 @@ finish::Context& ctx() {
 pid_t raw_getpid() { return pid_t(syscall(SYS_getpid)); }
 
 // A vfork child runs in its parent's memory: it must not stop, nor touch
-// the parent's state. Under a filter that kills getpid, asking would kill
-// the process; everything the answer guards was given up when it went in,
-// so the answer that skips it all is the safe one. A filter's error
-// (getpid answered -1) cannot tell either: the image's own thread calling
-// exit is far likelier than a vfork child doing so, and its stop then says
-// what it could not do.
+// the parent's state. Under a filter that kills getpid (or makes it fail),
+// asking would kill the process or tell nothing; everything the answer
+// guards was given up when the filter went in, so the answer that skips it
+// all is the safe one. So is it for a filter the shim did not see.
 bool vfork_child() {
   if (sandbox::getpid_forbidden()) return true;
-  const pid_t pid = raw_getpid();
-  return pid > 0 && pid != image::pid();
+  return raw_getpid() != image::pid();
 }
 
 bool claim_stop(const char* how, const std::string* stem) {
@@ -271,12 +268,15 @@ void stop(const char* how) {
 char* const* before_exec(char* const envp[], const char* path, const char* argv0) {
   int state = g_state.load();
   if (state == kInert) return envp;
-  own_signal::before_exec();
   if (vfork_child()) {
+    // The mask and the shim's signal's disposition the new program gets
+    // are the calling thread's own (a vfork child's are its own too).
+    own_signal::before_exec();
+    if (!sandbox::getpid_forbidden()) return envp;
     // Under a filter that kills getpid this may be the image itself (it
     // cannot be told): the image it execs must know the filter is in, or it
     // asks getpid at its start. Nothing else of this image's is touched.
-    if (!sandbox::getpid_forbidden()) return envp;
+    sigmask::before_exec();
     char** env = image::exec_env(envp, false);
     return env ? env : envp;
   }
@@ -290,6 +290,8 @@ char* const* before_exec(char* const envp[], const char* path, const char* argv0
   const std::string pre_exec = image::stem(false);
   normal_stop("exec", image::root() && successor ? &pre_exec : nullptr);
   sigmask::before_exec();
+  // After the stop: its watchdog is the shim's signal.
+  own_signal::before_exec();
   if (!successor && !sandboxed) return envp;
   // Another path (exit on another thread, a signal) stopped this image first,
   // as the root's final one, under NAME: the image this exec starts must not
@@ -310,7 +312,10 @@ void exec_failed(char* const envp[], char* const* env) {
   if (env != envp) free(const_cast<char**>(env));
   if (g_state.load() == kInert) return;
   own_signal::after_failed_exec();
-  if (vfork_child()) return;
+  if (vfork_child()) {
+    if (sandbox::getpid_forbidden()) sigmask::after_failed_exec();
+    return;
+  }
   sigmask::after_failed_exec();
   // The last exec under way to fail resumes the image, once.
   // Not after a stop that gave its tables back (finish.h, released): an

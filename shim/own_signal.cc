@@ -285,6 +285,7 @@ bool consume_if_ours(int sig, const siginfo_t* si) {
 // run: nothing of the shim's is on its way); a failed exec puts ours back.
 // In a vfork child the dispositions are its own, not its parent's.
 void before_exec() {
+  if (sandbox::signals_forbidden()) return;  // a filter that may kill rt_sigaction
   struct sigaction v;
   read_view(&v);
   if (!is_ign(v)) return;
@@ -295,6 +296,7 @@ void before_exec() {
 }
 
 void after_failed_exec() {
+  if (sandbox::signals_forbidden()) return;
   struct sigaction v, sa;
   read_view(&v);
   if (!is_ign(v)) return;
@@ -303,7 +305,7 @@ void after_failed_exec() {
 }
 
 void after_fork() {
-  g.pid = pid_t(syscall(SYS_getpid));
+  if (!sandbox::getpid_forbidden()) g.pid = pid_t(syscall(SYS_getpid));
   g.lock.store(false);
   if (g.seq.load() & 1) g.seq.fetch_add(1);
 }

@@ -53,7 +53,8 @@ constexpr uint32_t kArch = AUDIT_ARCH_AARCH64;
 // (signals::step_aside) and the kernel's defaults are the program's again.
 // kMust: a call that must run, not merely fail: rt_sigreturn answered with
 // an error returns into whatever follows the restorer, a thread's exit
-// loops on it, a futex wait spins.
+// loops on it, a futex wait spins; getpid answered -1 cannot tell a vfork
+// child from its parent, nor name the pid a signal goes to.
 // kHandOver: a fork child's hand-over (forks.h); forbidden, children write
 // their own files and the stop goes on.
 // kAdvice: madvise, with each advice the shim and its jemalloc give;
@@ -103,7 +104,7 @@ const Probe kProbes[] = {
     P(rt_sigprocmask, kRun | kStop, SIG_UNBLOCK),
     P(rt_sigreturn, kRun | kStop | kSignals | kMust),
     P(rt_tgsigqueueinfo, kSignals, kPid, kTid, SIGTERM),
-    P(getpid, kSignals, 0),
+    P(getpid, kSignals | kMust, 0),
     P(gettid, kSignals, 0),
     P(tgkill, kSignals, kPid, kTid, SIGTERM),
     P(rt_sigaction, kSignals, SIGTERM),
@@ -115,7 +116,7 @@ const Probe kProbes[] = {
     P(clock_gettime, kRun | kStop, CLOCK_PROCESS_CPUTIME_ID),
     P(clock_gettime, kRun | kStop, CLOCK_MONOTONIC),
     P(gettid, kRun | kStop, 0),
-    P(getpid, kRun | kStop, 0),
+    P(getpid, kRun | kStop | kMust, 0),
     P(futex, kRun | kStop | kMust, 0, FUTEX_WAIT_PRIVATE),
     P(futex, kRun | kStop, 0, FUTEX_WAKE_PRIVATE),
     P(tgkill, kRun | kStop, kPid, kTid, SIGTERM),
@@ -205,7 +206,8 @@ const Probe kProbes[] = {
 #undef P
 
 std::atomic<bool> g_stop_forbidden{false}, g_run_forbidden{false}, g_timers_forbidden{false},
-    g_signals_forbidden{false}, g_hand_over_forbidden{false}, g_getpid_forbidden{false};
+    g_signals_forbidden{false}, g_hand_over_forbidden{false}, g_getpid_forbidden{false},
+    g_filter_seen{false};
 
 // Whether the filter kills this probe (or, for a call that must run, does
 // anything but let it run).
@@ -316,6 +318,7 @@ void before_filter(unsigned flags, const void* prog) {
   if (!copy_filter(prog, &f, &insns)) return;
   f.filter = insns;
   if (seccomp_bpf::valid(f.filter, f.len) && may_install()) {
+    g_filter_seen.store(true);
     act_on_advice(f);
     if (profiling) act_on(f);
   }
@@ -389,5 +392,7 @@ bool running_forbidden() { return g_run_forbidden.load(std::memory_order_relaxed
 bool timers_forbidden() { return g_timers_forbidden.load(std::memory_order_relaxed); }
 bool hand_over_forbidden() { return g_hand_over_forbidden.load(std::memory_order_relaxed); }
 bool getpid_forbidden() { return g_getpid_forbidden.load(std::memory_order_relaxed); }
+bool signals_forbidden() { return g_signals_forbidden.load(std::memory_order_relaxed); }
+bool filter_seen() { return g_filter_seen.load(std::memory_order_relaxed); }
 
 }  // namespace sandbox

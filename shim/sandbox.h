@@ -50,6 +50,12 @@ bool hand_over_forbidden();
 // Whether it kills getpid: then the stop and sampling are given up too, and
 // nothing may ask the pid again (a vfork child cannot be told apart).
 bool getpid_forbidden();
+// Whether it forbids what the shim's handlers need (rt_sigaction among
+// them): the shim's handlers stepped aside.
+bool signals_forbidden();
+// Whether the program put any filter in force (seen going in): calls
+// beyond the probed ones are not to be made at a stop.
+bool filter_seen();
 
 // A filter the shim did not see go in (installed with the program's own
 // system call instruction: Chromium's sandbox) may trap a call of the

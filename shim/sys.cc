@@ -174,26 +174,35 @@ void exit_group(int status) {
   }
 }
 
-DescriptorRoom::DescriptorRoom() {
-  if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, nullptr, &saved_) != 0 || saved_.rlim_cur >= saved_.rlim_max ||
-      saved_.rlim_cur > (1u << 30))
+namespace {
+struct rlimit g_room_saved;
+std::atomic<bool> g_room_raised{false};
+}  // namespace
+
+DescriptorRoom::DescriptorRoom(bool allowed) {
+  struct rlimit saved;
+  if (!allowed || syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, nullptr, &saved) != 0 || saved.rlim_cur >= saved.rlim_max ||
+      saved.rlim_cur > (1u << 30))
     return;
   // A program's numbers fill from the bottom: the top taken, all are.
   long probe = -1;
   for (int from : {2, 1, 0})
-    if ((probe = syscall(SYS_fcntl, from, F_DUPFD_CLOEXEC, saved_.rlim_cur > 19 ? long(saved_.rlim_cur) - 16 : 3)) >= 0 || errno != EBADF) break;
+    if ((probe = syscall(SYS_fcntl, from, F_DUPFD_CLOEXEC, saved.rlim_cur > 19 ? long(saved.rlim_cur) - 16 : 3)) >= 0 ||
+        errno != EBADF)
+      break;
   if (probe >= 0) {
     syscall(SYS_close, probe);
     return;
   }
   if (errno != EMFILE) return;
-  struct rlimit more = saved_;
-  more.rlim_cur = saved_.rlim_max - saved_.rlim_cur < 64 ? saved_.rlim_max : saved_.rlim_cur + 64;
-  raised_ = syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &more, nullptr) == 0;
+  struct rlimit more = saved;
+  more.rlim_cur = saved.rlim_max - saved.rlim_cur < 64 ? saved.rlim_max : saved.rlim_cur + 64;
+  g_room_saved = saved;
+  if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &more, nullptr) == 0) g_room_raised.store(true);
 }
 
-DescriptorRoom::~DescriptorRoom() {
-  if (raised_) syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &saved_, nullptr);
+void DescriptorRoom::give_back() {
+  if (g_room_raised.exchange(false)) syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &g_room_saved, nullptr);
 }
 
 std::string read_file(const char* path) {

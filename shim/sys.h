@@ -85,17 +85,17 @@ int top_free_fd();
 // file, /proc's maps, the libraries' ELF files), and every profile is lost.
 // Where the top 16 numbers under the soft limit are all taken, the soft
 // limit is raised by 64, up to the hard one, while this lives, and put
-// back after. Raw system calls.
+// back after, or by give_back() (a stop given up: the program goes on, or
+// execs, while the stop's thread may still run). Not under a seccomp
+// filter (allowed: false): setting a limit is no call the stop probes.
+// Raw system calls.
 class DescriptorRoom {
  public:
-  DescriptorRoom();
-  ~DescriptorRoom();
+  explicit DescriptorRoom(bool allowed);
+  ~DescriptorRoom() { give_back(); }
   DescriptorRoom(const DescriptorRoom&) = delete;
   DescriptorRoom& operator=(const DescriptorRoom&) = delete;
-
- private:
-  struct rlimit saved_;
-  bool raised_ = false;
+  static void give_back();
 };
 
 // A whole file (a /proc file, say), "" if it cannot be opened; an absolute

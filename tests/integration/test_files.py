@@ -12,6 +12,7 @@ import subprocess
 import time
 
 from common import ERROR_PREFIX, KINDS, Result, Skip, check, describe_env, files_in, image_files
+from st_helpers import run
 
 VICTIM_TEXT = b"victim: must never be written by the shim\n"
 
@@ -235,3 +236,24 @@ def test_a_program_that_drops_privileges(ctx):
         _check_profiles(ctx, d, r)
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+def test_a_planted_marker_file_is_not_read(ctx):
+    """PROFILE_DIR may be one others write (1777). The marker a Go program
+    leaves there for its children (.profshim-image.PID) is read only from a
+    small regular file of this user's: a FIFO planted under the parent's
+    pid blocked the child's start for ever, a symlink to /dev/zero read
+    without end. Each run starts, ends and writes run.* as the root."""
+    for plant in ("fifo", "zero", "forged"):
+        d = ctx.mkdtemp("prof")
+        path = os.path.join(d, ".profshim-image.%d" % os.getpid())
+        if plant == "fifo":
+            os.mkfifo(path)
+        elif plant == "zero":
+            os.symlink("/dev/zero", path)
+        else:
+            with open(path, "w") as f:
+                f.write("1:1:0:0:1:1\n0\n")
+        r = run(ctx, ["/bin/true"], env=ctx.env(PROFILE_DIR=d, PROFILE_NAME="run"), timeout=30)
+        check(r.status.is_exit(0) and len(r.wrote_lines()) == 1 and "/run.cpu.pprof " in r.wrote_lines()[0],
+              "%s: want a clean start and run.*\n%s" % (plant, r.describe()))
