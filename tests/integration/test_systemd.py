@@ -65,7 +65,7 @@ def test_dropin_passes_systemd_analyze_verify(ctx):
           "the drop-in's PROFILE_DIR %s is not its StateDirectory= %s under %%S" % (dirs, state))
     # A setup error exits with the shim's status; under Restart= that would
     # be a loop of starts that each fail the same way.
-    status = re.search(r"SYS_exit_group, (\d+)\)", open(os.path.join(REPO, "shim", "setup.cc")).read())
+    status = re.search(r"exit_group\((\d+)\)", open(os.path.join(REPO, "shim", "setup.cc")).read())
     check(status, "cannot find the setup error's exit status in shim/setup.cc")
     check(settings.get("RestartPreventExitStatus") == [status.group(1)],
           "the drop-in should set RestartPreventExitStatus=%s (a setup error's status), has %s" % (
