@@ -7,6 +7,7 @@
 // resolve against; the program closing that descriptor's number closes it.
 // Inert, errline and fsroot watch nothing and each is one call through.
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <unistd.h>
 #include <linux/close_range.h>
@@ -22,6 +23,7 @@
 #include "fsroot.h"
 #include "glibc_compat.h"
 #include "lifecycle.h"
+#include "snapshot.h"
 #include "real.h"
 
 EXPORT int close(int fd) {
@@ -91,4 +93,18 @@ EXPORT int daemon(int nochdir, int noclose) noexcept {
 EXPORT int chroot(const char* path) noexcept {
   lifecycle::root_changing();
   return real::chroot()(path);
+}
+
+// unshare(CLONE_NEWUSER) and setns() into a user or mount namespace need a
+// process of one thread (EINVAL otherwise): the shim's snapshot worker, if
+// it runs, ends for the call and starts again after it.
+EXPORT int unshare(int flags) noexcept {
+  if (!(flags & (CLONE_NEWUSER | CLONE_NEWNS | CLONE_FS))) return real::unshare()(flags);
+  snapshot::Apart apart;
+  return real::unshare()(flags);
+}
+
+EXPORT int setns(int fd, int nstype) noexcept {
+  snapshot::Apart apart;
+  return real::setns()(fd, nstype);
 }

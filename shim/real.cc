@@ -107,6 +107,8 @@ REAL(freopen, Freopen, "freopen", true)
 REAL(freopen64, Freopen, "freopen64", true)
 REAL(daemon, IntOfIntInt, "daemon", true)
 REAL(chroot, Chroot, "chroot", true)
+REAL(unshare, IntOfInt, "unshare", true)
+REAL(setns, IntOfIntInt, "setns", true)
 REAL(execve, Execve, "execve", true)
 REAL(execvpe, Execvpe, "execvpe", true)
 REAL(fexecve, Fexecve, "fexecve", true)
@@ -174,7 +176,7 @@ const char* resolve_all() {
   sigaction(), signal(), sysv_signal(), sigset(), sigignore(), siginterrupt(), sighold(), sigrelse();
   sigprocmask(), pthread_sigmask(), sigwait(), sigwaitinfo(), sigtimedwait();
   sigsuspend(), ppoll(), pselect(), epoll_pwait();
-  close(), dup2(), dup3(), close_range(), closefrom(), setsid(), daemon(), chroot(), assert_fail(), fclose(), freopen(), freopen64();
+  close(), dup2(), dup3(), close_range(), closefrom(), setsid(), daemon(), chroot(), unshare(), setns(), assert_fail(), fclose(), freopen(), freopen64();
   execve(), execvpe(), fexecve(), execveat(), dlclose(), dlopen(), error();
   pthread_mutex_lock(), pthread_mutex_timedlock(), pthread_rwlock_rdlock(), pthread_rwlock_wrlock();
   pthread_cond_wait(), pthread_cond_timedwait(), pthread_cond_clockwait(), sem_wait(), sem_timedwait();

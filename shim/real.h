@@ -136,6 +136,8 @@ Freopen freopen();
 Freopen freopen64();
 IntOfIntInt daemon();
 Chroot chroot();
+IntOfInt unshare();
+IntOfIntInt setns();
 Execve execve();
 Execvpe execvpe();
 Fexecve fexecve();

@@ -39,6 +39,7 @@ struct State {
   // it runs in (a fork child has none).
   std::atomic<uint32_t> gen;
   std::atomic<int> pid;
+  std::atomic<int> tid;           // the worker's thread, the last started
   std::atomic<bool> starting;
   bool had_worker;                // for an exec that fails
   volatile uint32_t busy;         // futex: a job runs
@@ -122,6 +123,7 @@ void* worker(void* arg) {
   sandbox::OwnCalls own;  // every call on this thread is the shim's
   uint32_t mine = uint32_t(reinterpret_cast<uintptr_t>(arg));
   t_worker = true;
+  g.tid.store(sys::gettid());
   freeze::exempt(true);
   // Its waits (jemalloc's arena, libdw's reads) and allocations are the
   // shim's, not the program's.
@@ -147,6 +149,7 @@ bool start_worker() {
   if (g.pid.load() == me) return true;
   if (g.starting.exchange(true)) return false;
   uint32_t mine = g.gen.load();
+  g.tid.store(0);  // the new thread's, once it runs
   bool ok = g.pid.load() == me || shim_thread::spawn(worker, reinterpret_cast<void*>(uintptr_t(mine)));
   if (ok) {
     g.pid.store(me);
@@ -242,6 +245,27 @@ bool halt(uint64_t deadline_mono_ns) {
 }
 
 void at_stop(const engine::Part* final_heap, summary::Figures* f) { snapshot_jobs::settle(final_heap, f); }
+
+Apart::Apart() : paused(false) {
+  if (!lifecycle::active() || lifecycle::in_vfork_child() || g.pid.load() != raw_pid()) return;
+  paused = true;
+  uint64_t now = sys::now_ns(CLOCK_MONOTONIC);
+  halt(now + 2000000000ull);
+  // Gone from the thread group, as the kernel counts it, within 200 ms (a
+  // worker just started may not have run yet: its tid comes first).
+  for (int i = 0; i < 200; ++i) {
+    const int tid = g.tid.load();
+    if (tid > 0 && syscall(SYS_tgkill, raw_pid(), tid, 0) != 0) break;
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, nullptr);
+  }
+}
+
+Apart::~Apart() {
+  const int saved = errno;  // the call's own
+  if (paused && lifecycle::active()) resume();
+  errno = saved;
+}
 
 bool on_worker() { return t_worker; }
 

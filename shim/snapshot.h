@@ -41,6 +41,16 @@ void after_fork_in_child(uint64_t start_mono_ns);
 // An exec that failed: the image goes on, with its worker if it had one.
 void resume();
 
+// Around a call that needs the process single-threaded (unshare of a user
+// or mount namespace, setns; hooks_fd.cc): the worker, if it runs, ends
+// first (its job done, at most 1 s, its thread gone), and starts again
+// after. Not from a signal handler.
+struct Apart {
+  Apart();
+  ~Apart();
+  bool paused;
+};
+
 // The snapshot signal arrived (signal context): a snapshot soon.
 void on_signal();
 

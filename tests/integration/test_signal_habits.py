@@ -9,7 +9,7 @@ test_signals_api.py.
 import os
 import shutil
 
-from common import check, func_matches
+from common import Skip, check, func_matches
 from sig_helpers import both, same_as_plain
 from st_helpers import by_thread, labels, prof_env, run, truths
 
@@ -44,6 +44,26 @@ def test_single_threaded_program_can_unshare_a_user_namespace(ctx):
         p0 = run(ctx, [unshare, "-U", "true"], env=ctx.env(preload=False))
         p1 = run(ctx, [unshare, "-U", "true"], env=prof_env(ctx, ctx.mkdtemp("prof")))
         check(p1.status.key() == p0.status.key(), "`unshare -U true` under the shim %s, without %s\n%s" % (
+            p1.status, p0.status, p1.describe()))
+
+
+def test_unshare_with_the_snapshot_worker_running(ctx):
+    """PROFILE_INTERVAL keeps the shim's worker thread from setup (Threads: 2
+    at main, as documented): unshare(CLONE_NEWUSER) failed with EINVAL. The
+    worker now ends for the call and starts again after it; `unshare -U`
+    runs as without the shim."""
+    plain = run(ctx, ["sig_habits", "unshare"], env=ctx.env(preload=False))
+    if "unshare(CLONE_NEWUSER): 0" not in plain.stdout_text:
+        raise Skip("this kernel refuses user namespaces here: %s" % plain.stdout_text.strip())
+    for i in range(3):
+        r = run(ctx, ["sig_habits", "unshare"], env=prof_env(ctx, ctx.mkdtemp("prof"), PROFILE_INTERVAL="1s"))
+        check(r.status.key() == plain.status.key() and "unshare(CLONE_NEWUSER): 0" in r.stdout_text,
+              "run %d: under the shim with the worker\n%s" % (i, r.describe()))
+    unshare = shutil.which("unshare")
+    if unshare:
+        p0 = run(ctx, [unshare, "-U", "true"], env=ctx.env(preload=False))
+        p1 = run(ctx, [unshare, "-U", "true"], env=prof_env(ctx, ctx.mkdtemp("prof"), PROFILE_INTERVAL="1s"))
+        check(p1.status.key() == p0.status.key(), "`unshare -U true` with the worker %s, without the shim %s\n%s" % (
             p1.status, p0.status, p1.describe()))
 
 
