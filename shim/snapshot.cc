@@ -248,9 +248,10 @@ void at_stop(const engine::Part* final_heap, summary::Figures* f) { snapshot_job
 
 Apart::Apart() : paused(false) {
   if (!lifecycle::active() || lifecycle::in_vfork_child() || g.pid.load() != raw_pid()) return;
-  paused = true;
-  uint64_t now = sys::now_ns(CLOCK_MONOTONIC);
-  halt(now + 2000000000ull);
+  // A job that outlasts the wait keeps its thread: the call fails as it
+  // would have, and no second worker starts beside it after.
+  paused = halt(sys::now_ns(CLOCK_MONOTONIC) + 2000000000ull);
+  if (!paused) return;
   // Gone from the thread group, as the kernel counts it, within 200 ms (a
   // worker just started may not have run yet: its tid comes first).
   for (int i = 0; i < 200; ++i) {
