@@ -43,14 +43,6 @@ uint64_t xorshift(uint64_t x) {
 
 }  // namespace
 
-void* map_zeroed(size_t bytes) {
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                 -1, 0);
-  if (p == MAP_FAILED) return nullptr;
-  sys::dont_dump(p, bytes);
-  return p;
-}
-
 // The kernel's per-thread CPU clock id for any tid of this process
 // (MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED) in linux/posix-timers.h).
 clockid_t thread_clock(pid_t tid) { return clockid_t((~unsigned(tid) << 3) | 6); }
@@ -229,7 +221,7 @@ void reset_counts() {
 }  // namespace
 
 bool map_tables(std::string* err) {
-  g.slots = static_cast<Slot*>(map_zeroed(sizeof(Slot) * kMaxSlots));
+  g.slots = static_cast<Slot*>(sys::map_own(sizeof(Slot) * kMaxSlots));
   if (!g.slots) {
     *err = std::string("cannot map the CPU sample table: ") + strerror(errno);
     return false;

@@ -43,14 +43,6 @@ struct Table::Name { int32_t tid; char name[16]; };
 
 namespace {
 
-void* map_zeroed(size_t bytes) {
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                 -1, 0);
-  if (p == MAP_FAILED) return nullptr;
-  sys::dont_dump(p, bytes);
-  return p;
-}
-
 uint64_t mix(uint64_t h, uint64_t v) {
   h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
   return h;
@@ -60,11 +52,11 @@ uint64_t mix(uint64_t h, uint64_t v) {
 
 bool Table::map(const char* what, std::string* err) {
   if (sys::memory_limited()) g_arena_words = kArenaWords / 8, g_max_names = kMaxNames / 8;
-  entries_ = static_cast<Entry*>(map_zeroed(sizeof(Entry) * kTableSize));
-  slots_ = static_cast<uint32_t*>(map_zeroed(sizeof(uint32_t) * kTableSize));
-  arena_ = static_cast<uint64_t*>(map_zeroed(sizeof(uint64_t) * g_arena_words));
-  names_ = static_cast<Name*>(map_zeroed(sizeof(Name) * g_max_names));
-  log_ = static_cast<uint32_t*>(map_zeroed(sizeof(uint32_t) * kTableSize));
+  entries_ = static_cast<Entry*>(sys::map_own(sizeof(Entry) * kTableSize));
+  slots_ = static_cast<uint32_t*>(sys::map_own(sizeof(uint32_t) * kTableSize));
+  arena_ = static_cast<uint64_t*>(sys::map_own(sizeof(uint64_t) * g_arena_words));
+  names_ = static_cast<Name*>(sys::map_own(sizeof(Name) * g_max_names));
+  log_ = static_cast<uint32_t*>(sys::map_own(sizeof(uint32_t) * kTableSize));
   if (!entries_ || !slots_ || !arena_ || !names_ || !log_) {
     *err = std::string("cannot map the ") + what + " table: " + strerror(errno);
     return false;

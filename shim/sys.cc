@@ -81,6 +81,13 @@ void dont_dump(void* p, size_t bytes) {
   if (p) advise(p, bytes, MADV_DONTDUMP);
 }
 
+void* map_own(size_t bytes) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  dont_dump(p, bytes);
+  return p;
+}
+
 bool wipe_on_fork(void* p, size_t bytes) {
 #ifndef MADV_WIPEONFORK
 #define MADV_WIPEONFORK 18

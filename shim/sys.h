@@ -59,6 +59,10 @@ bool wipe_on_fork(void* p, size_t bytes);
 bool advise(void* p, size_t bytes, int advice);
 void forbid_advice();
 bool advice_forbidden();
+// Zeroed memory of the shim's own (tables, slots): private, anonymous,
+// reserving no swap, out of core dumps (dont_dump); null if it cannot be
+// mapped.
+void* map_own(size_t bytes);
 // Leaves memory of the shim's own out of core dumps (MADV_DONTDUMP, whole
 // pages): the kernel writes a core in address order and stops at
 // RLIMIT_CORE, and the shim's tables and buffers, mapped below the
