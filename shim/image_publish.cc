@@ -33,21 +33,8 @@ std::string file_for(pid_t pid) { return ".profshim-image." + std::to_string(pid
 // The process's start time in clock ticks since boot (/proc's stat, field
 // 22): with the pid, which process it is; "" if unreadable.
 std::string start_ticks(pid_t pid) {
-  char path[64];
-  snprintf(path, sizeof path, "/proc/%d/stat", int(pid));
-  std::string stat = sys::read_file(path);
-  size_t p = stat.rfind(')');
-  if (p == std::string::npos) return std::string();
-  // Fields after the command: state (3) ... starttime (22).
-  int field = 2;
-  for (size_t i = p + 1; i < stat.size(); ++i) {
-    if (stat[i] != ' ') continue;
-    if (++field == 22) {
-      size_t end = stat.find(' ', i + 1);
-      return stat.substr(i + 1, end == std::string::npos ? std::string::npos : end - i - 1);
-    }
-  }
-  return std::string();
+  char ticks[32];
+  return sys::stat_field(pid, 22, ticks, sizeof ticks) ? std::string(ticks) : std::string();
 }
 
 }  // namespace

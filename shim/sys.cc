@@ -102,19 +102,34 @@ bool wipe_on_fork(void* p, size_t bytes) {
   return ok;
 }
 
-bool single_threaded() {
+bool stat_field(pid_t pid, int n, char* out, size_t cap) {
+  char path[48] = "/proc/self/stat";
+  if (pid > 0) {
+    char* p = put_uint(path + 6, unsigned(pid));  // after "/proc/"
+    memcpy(p, "/stat", 6);
+  }
   char buf[1024];
-  int fd = fsroot::open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  int fd = fsroot::open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
-  long n = syscall(SYS_read, fd, buf, sizeof buf - 1);
+  long got = syscall(SYS_read, fd, buf, sizeof buf - 1);
   syscall(SYS_close, fd);
-  if (n <= 0) return false;
-  buf[n] = 0;
+  if (got <= 0) return false;
+  buf[got] = 0;
   const char* p = strrchr(buf, ')');  // the name before it may hold anything
   if (!p) return false;
-  for (int field = 2; field < 20 && *p; ++p)  // to num_threads, the 20th field
+  for (int field = 2; field < n && *p; ++p)
     if (*p == ' ') ++field;
-  return p[0] == '1' && p[1] == ' ';
+  size_t len = 0;
+  while (p[len] && p[len] != ' ' && p[len] != '\n') ++len;
+  if (len == 0 || len >= cap) return false;
+  memcpy(out, p, len);
+  out[len] = 0;
+  return true;
+}
+
+bool single_threaded() {
+  char threads[24];  // num_threads, the 20th field
+  return stat_field(0, 20, threads, sizeof threads) && strcmp(threads, "1") == 0;
 }
 
 uint64_t now_ns(clockid_t clock) {

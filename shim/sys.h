@@ -70,6 +70,10 @@ void* map_own(size_t bytes);
 // backtrace). Where advice is forbidden or refused they stay in. Signal-safe.
 void dont_dump(void* p, size_t bytes);
 
+// Field n of /proc/PID/stat as proc(5) numbers them (3: the state, 20:
+// num_threads, 22: starttime; pid 0: this process), into out; false if it
+// cannot be read or does not fit.
+bool stat_field(pid_t pid, int n, char* out, size_t cap);
 // Whether the calling thread is the process's only one (num_threads of
 // /proc/self/stat); false when that cannot be read.
 bool single_threaded();
