@@ -209,38 +209,46 @@ std::atomic<bool> g_stop_forbidden{false}, g_run_forbidden{false}, g_timers_forb
     g_signals_forbidden{false}, g_hand_over_forbidden{false}, g_getpid_forbidden{false},
     g_filter_seen{false};
 
+// A filter about to go in, and what its probes' placeholders stand for
+// (read once, for all of them).
+struct Judged {
+  const struct sock_fprog& f;
+  uint64_t pid, tid, clock, other;
+  explicit Judged(const struct sock_fprog& prog)
+      : f(prog), pid(uint64_t(getpid())), tid(uint64_t(sys::gettid())),
+        // An int argument: its low half.
+        clock(uint32_t((~uint32_t(tid) << 3) | 6)), other(uint32_t((~uint32_t(tid + 1) << 3) | 6)) {}
+};
+
 // Whether the filter kills this probe (or, for a call that must run, does
 // anything but let it run).
-bool killed(const struct sock_fprog& f, const Probe& p) {
-  const uint64_t pid = uint64_t(getpid()), tid = uint64_t(sys::gettid());
-  // An int argument: its low half.
-  const uint64_t clock = uint32_t((~uint32_t(tid) << 3) | 6), other = uint32_t((~uint32_t(tid + 1) << 3) | 6);
+bool killed(const Judged& j, const Probe& p) {
   struct seccomp_data d = {};
   d.nr = int(p.nr);
   d.arch = kArch;
   for (int i = 0; i < 4; ++i)
-    d.args[i] = p.a[i] == kPid ? pid : p.a[i] == kOtherPid ? pid + 1 : p.a[i] == kTid ? tid : p.a[i] == kClock ? clock
-                                                             : p.a[i] == kOtherClock ? other : p.a[i];
-  const seccomp_bpf::Outcome o = seccomp_bpf::outcome(seccomp_bpf::run(f.filter, f.len, d));
+    d.args[i] = p.a[i] == kPid ? j.pid : p.a[i] == kOtherPid ? j.pid + 1 : p.a[i] == kTid ? j.tid
+                : p.a[i] == kClock ? j.clock : p.a[i] == kOtherClock ? j.other : p.a[i];
+  const seccomp_bpf::Outcome o = seccomp_bpf::outcome(seccomp_bpf::run(j.f.filter, j.f.len, d));
   return o == seccomp_bpf::Outcome::kKills || ((p.need & kMust) && o != seccomp_bpf::Outcome::kRuns);
 }
 
 // The first probe of a need the filter kills, or null.
-const Probe* first_killed(const struct sock_fprog& f, uint8_t need) {
+const Probe* first_killed(const Judged& f, uint8_t need) {
   for (const Probe& p : kProbes)
     if ((p.need & need) && killed(f, p)) return &p;
   return nullptr;
 }
 
 // Whether the filter kills one of the probes of this call.
-bool kills(const struct sock_fprog& f, long nr) {
+bool kills(const Judged& f, long nr) {
   for (const Probe& p : kProbes)
     if (p.nr == nr && killed(f, p)) return true;
   return false;
 }
 
 // What the filter forbids, given up now, while every call is allowed.
-void act_on(const struct sock_fprog& f) {
+void act_on(const Judged& f) {
   const Probe* sigs = g_signals_forbidden.load() ? nullptr : first_killed(f, kSignals);
   const Probe* run = g_run_forbidden.load() ? nullptr : first_killed(f, kRun);
   const Probe* stop = g_stop_forbidden.load() ? nullptr : first_killed(f, kStop);
@@ -299,7 +307,7 @@ bool may_install() {
 
 // What the filter forbids of madvise, whether the shim profiles or not:
 // jemalloc may serve an image whose setup failed.
-void act_on_advice(const struct sock_fprog& f) {
+void act_on_advice(const Judged& f) {
   if (sys::advice_forbidden() || !first_killed(f, kAdvice)) return;
   heap::keep_freed();
   sys::forbid_advice();
@@ -319,8 +327,9 @@ void before_filter(unsigned flags, const void* prog) {
   f.filter = insns;
   if (seccomp_bpf::valid(f.filter, f.len) && may_install()) {
     g_filter_seen.store(true);
-    act_on_advice(f);
-    if (profiling) act_on(f);
+    const Judged judged(f);
+    act_on_advice(judged);
+    if (profiling) act_on(judged);
   }
   free(insns);
 }
