@@ -16,11 +16,18 @@ namespace symbolize {
 namespace internal {
 
 static Dw g_dw;
-// 0: not loaded, 1: being loaded, 2: loaded, 3: not to be loaded in this
-// image (forked while another thread loaded it: the loader's state in the
-// child is that thread's, half-done), 4: not loaded, and a fork under way
-// (a load waits for it: it would start after the fork's check).
-static std::atomic<int> g_dw_state{0};
+enum State : int {
+  kUnloaded,
+  kLoading,
+  kLoaded,
+  // Not to be loaded in this image: forked while another thread loaded it
+  // (the loader's state in the child is that thread's, half-done).
+  kNotHere,
+  // Not loaded, and a fork under way: a load waits for it (it would start
+  // after the fork's check).
+  kForking,
+};
+static std::atomic<int> g_dw_state{kUnloaded};
 const Dw& dw() { return g_dw; }
 
 }  // namespace internal
@@ -33,12 +40,12 @@ bool load_libdw(std::string* err) {
   stackwalk::Holding loading;
   for (int waited = 0;; ++waited) {
     int state = internal::g_dw_state.load(std::memory_order_acquire);
-    if (state == 2) return true;
-    if (state == 3) {
+    if (state == internal::kLoaded) return true;
+    if (state == internal::kNotHere) {
       if (err) *err = "libdw.so.1 was being loaded by another thread when this process was forked";
       return false;
     }
-    if (state == 0 && internal::g_dw_state.compare_exchange_strong(state, 1)) break;
+    if (state == internal::kUnloaded && internal::g_dw_state.compare_exchange_strong(state, internal::kLoading)) break;
     if (waited == 2000) {
       if (err) *err = "libdw.so.1 was still being loaded by another thread after 2 s";
       return false;
@@ -49,7 +56,7 @@ bool load_libdw(std::string* err) {
   void* h = real::dlopen()("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     if (err) *err = std::string("cannot load libdw.so.1 (Debian package libdw1; libdw1t64 from Debian 13 on): ") + dlerror();
-    internal::g_dw_state.store(0);
+    internal::g_dw_state.store(internal::kUnloaded);
     return false;
   }
   internal::Dw t;
@@ -62,19 +69,21 @@ bool load_libdw(std::string* err) {
   if (missing) {
     if (err) *err = std::string("libdw.so.1 has no ") + missing + " (elfutils too old?)";
     dlclose(h);
-    internal::g_dw_state.store(0);
+    internal::g_dw_state.store(internal::kUnloaded);
     return false;
   }
   internal::g_dw = t;
-  internal::g_dw_state.store(2, std::memory_order_release);
+  internal::g_dw_state.store(internal::kLoaded, std::memory_order_release);
   return true;
 }
 
 void libdw_before_fork() {
   for (int waited = 0; waited < 1000; ++waited) {
     int state = internal::g_dw_state.load(std::memory_order_acquire);
-    if (state != 1 && (state != 0 || internal::g_dw_state.compare_exchange_strong(state, 4))) return;
-    if (state == 1) {
+    if (state != internal::kLoading &&
+        (state != internal::kUnloaded || internal::g_dw_state.compare_exchange_strong(state, internal::kForking)))
+      return;
+    if (state == internal::kLoading) {
       struct timespec ms = {0, 1000000};
       nanosleep(&ms, nullptr);
     }
@@ -82,13 +91,14 @@ void libdw_before_fork() {
 }
 
 void libdw_after_fork_in_parent() {
-  int forking = 4;
-  internal::g_dw_state.compare_exchange_strong(forking, 0);
+  int forking = internal::kForking;
+  internal::g_dw_state.compare_exchange_strong(forking, internal::kUnloaded);
 }
 
 void libdw_after_fork_in_child() {
-  int forking = 4, loading = 1;
-  if (!internal::g_dw_state.compare_exchange_strong(forking, 0)) internal::g_dw_state.compare_exchange_strong(loading, 3);
+  int forking = internal::kForking, loading = internal::kLoading;
+  if (!internal::g_dw_state.compare_exchange_strong(forking, internal::kUnloaded))
+    internal::g_dw_state.compare_exchange_strong(loading, internal::kNotHere);
 }
 
 }  // namespace symbolize
